@@ -222,11 +222,11 @@ type Verdict uint32
 
 // Verdicts the program returns.
 const (
-	VerdictAborted Verdict = iota // XDP_ABORTED
-	VerdictDrop                   // XDP_DROP
-	VerdictPass                   // XDP_PASS
-	VerdictTX                     // XDP_TX
-	VerdictRedirect               // XDP_REDIRECT
+	VerdictAborted  Verdict = iota // XDP_ABORTED
+	VerdictDrop                    // XDP_DROP
+	VerdictPass                    // XDP_PASS
+	VerdictTX                      // XDP_TX
+	VerdictRedirect                // XDP_REDIRECT
 )
 
 func (v Verdict) String() string {

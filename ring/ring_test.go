@@ -51,7 +51,7 @@ func TestFullAndEmpty(t *testing.T) {
 		t.Fatalf("reserve on full ring got %d", n)
 	}
 	idx, n = c.Peek(3)
-	if n != 3 || *c.At(idx) != 100 || *c.At(idx+2) != 102 {
+	if n != 3 || *c.At(idx) != 100 || *c.At(idx + 2) != 102 {
 		t.Fatalf("peek 3: n=%d first=%d", n, *c.At(idx))
 	}
 	if _, n := p.Reserve(1); n != 0 {
@@ -216,8 +216,8 @@ func TestMappedViewsShareMemory(t *testing.T) {
 	}
 	p.Submit(n)
 	ci, m := c.Peek(8)
-	if m != 3 || *c.At(ci+1) != 14 {
-		t.Fatalf("mapped consumer: n=%d second=%d", m, *c.At(ci+1))
+	if m != 3 || *c.At(ci + 1) != 14 {
+		t.Fatalf("mapped consumer: n=%d second=%d", m, *c.At(ci + 1))
 	}
 	if buf[0] != 3 {
 		t.Fatalf("producer word in memory = %d, want 3", buf[0])
