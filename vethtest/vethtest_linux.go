@@ -78,14 +78,24 @@ type Host struct {
 func (h *Host) Do(fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
+		returned := false
+		defer func() {
+			// fn called runtime.Goexit (t.Fatal, for one).
+			if !returned {
+				errc <- fmt.Errorf("in namespace %s: function exited without returning", h.Namespace)
+			}
+		}()
 		// Never unlocked: the runtime ends the thread with the goroutine,
 		// so no other goroutine runs in the namespace by accident.
 		runtime.LockOSThread()
 		if err := netns.Set(h.ns); err != nil {
+			returned = true
 			errc <- fmt.Errorf("enter namespace %s: %w", h.Namespace, err)
 			return
 		}
-		errc <- fn()
+		err := fn()
+		returned = true
+		errc <- err
 	}()
 	return <-errc
 }

@@ -1,0 +1,20 @@
+// Package xsk implements AF_XDP sockets over a UMEM of its own, with the
+// four rings mapped through package ring.
+//
+// Frames move between the application and the kernel like this:
+//
+//	RX: free frames ──Refill──▶ fill ring ──kernel writes packet──▶ RX ring
+//	    ──Receive──▶ application reads UMEM[desc] ──Recycle──▶ fill ring
+//	TX: Alloc a free frame, write it ──Transmit──▶ TX ring ──kick (sendto)──▶
+//	    kernel sends ──▶ completion ring ──Complete──▶ free frames
+//
+// Every frame of the UMEM is owned by exactly one party at a time: a
+// socket's free list, one of its rings (then the kernel), or the
+// application between Receive and Recycle or between Alloc and Transmit.
+// Each socket takes a fixed share of the UMEM's frames when it opens, so
+// sockets on different queues never contend for frames.
+//
+// A Socket is not safe for concurrent use: one goroutine (a per-queue
+// worker) drives it, and other goroutines that want to transmit must
+// serialize through that owner.
+package xsk

@@ -1,0 +1,543 @@
+package xsk
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+
+	"github.com/ustack-dev/ustack/ring"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// BindMode chooses between copy and zero-copy operation.
+type BindMode int
+
+const (
+	// BindAuto lets the kernel use zero-copy where the driver supports it
+	// and copy mode otherwise; Socket.ZeroCopy reports which it got.
+	BindAuto BindMode = iota
+	// BindCopy forces copy mode.
+	BindCopy
+	// BindZeroCopy requires zero-copy and fails with ErrZeroCopy without.
+	BindZeroCopy
+)
+
+func (m BindMode) String() string {
+	switch m {
+	case BindAuto:
+		return "auto"
+	case BindCopy:
+		return "copy"
+	case BindZeroCopy:
+		return "zero-copy"
+	}
+	return fmt.Sprintf("BindMode(%d)", int(m))
+}
+
+// Config configures one socket.
+type Config struct {
+	// Interface is the name of the interface to bind, in the calling
+	// thread's network namespace.
+	Interface string
+	// Queue is the interface RX/TX queue to bind.
+	Queue int
+	// RxSize, TxSize, FillSize and CompletionSize are ring sizes in
+	// descriptors: powers of two (default 1024 each).
+	RxSize, TxSize, FillSize, CompletionSize uint32
+	// Frames is how many UMEM frames the socket takes for its own use
+	// (default FillSize+TxSize). More than FillSize lets the application
+	// hold received frames while the fill ring stays full.
+	Frames uint32
+	// Mode selects copy or zero-copy (default BindAuto).
+	Mode BindMode
+	// NoNeedWakeup turns off XDP_USE_NEED_WAKEUP, making the kernel poll
+	// the rings continually instead of waiting for kicks. Off by default:
+	// need_wakeup saves syscalls and CPU.
+	NoNeedWakeup bool
+}
+
+// DefaultRingSize is the default size of each of a socket's rings.
+const DefaultRingSize = 1024
+
+func (c *Config) fill() {
+	for _, p := range []*uint32{&c.RxSize, &c.TxSize, &c.FillSize, &c.CompletionSize} {
+		if *p == 0 {
+			*p = DefaultRingSize
+		}
+	}
+	if c.Frames == 0 {
+		c.Frames = c.FillSize + c.TxSize
+	}
+}
+
+func (c *Config) validate() error {
+	for _, r := range []struct {
+		name string
+		v    uint32
+	}{{"rx", c.RxSize}, {"tx", c.TxSize}, {"fill", c.FillSize}, {"completion", c.CompletionSize}} {
+		if r.v&(r.v-1) != 0 || r.v > 1<<20 {
+			return fmt.Errorf("%w: %s ring size %d is not a power of two up to 2^20", ErrConfig, r.name, r.v)
+		}
+	}
+	if c.Queue < 0 {
+		return fmt.Errorf("%w: queue %d is negative", ErrConfig, c.Queue)
+	}
+	if c.Mode < BindAuto || c.Mode > BindZeroCopy {
+		return fmt.Errorf("%w: unknown mode %v", ErrConfig, c.Mode)
+	}
+	return nil
+}
+
+// Socket is an AF_XDP socket bound to one queue of one interface.
+type Socket struct {
+	fd      int
+	umem    *UMEM
+	cfg     Config
+	ifindex int
+
+	fill *ring.Producer[uint64]
+	comp *ring.Consumer[uint64]
+	rx   *ring.Consumer[Desc]
+	tx   *ring.Producer[Desc]
+	maps [][]byte
+
+	// free holds the idle frames the socket owns (base addresses).
+	free []uint64
+	// txOutstanding counts descriptors in the TX ring or awaiting
+	// completion.
+	txOutstanding uint32
+	zeroCopy      bool
+	needWakeup    bool
+	frameMask     uint64
+
+	c counters
+}
+
+type counters struct {
+	rxPackets, rxBytes, txPackets, txBytes atomic.Uint64
+	kicks, kickRetries, fillEmpty, txFull  atomic.Uint64
+}
+
+var openSockets atomic.Int64
+
+// OpenSockets returns the number of sockets open in the process, for leak
+// checks.
+func OpenSockets() int64 { return openSockets.Load() }
+
+// Open creates a socket on u, bound to cfg.Interface queue cfg.Queue, in the
+// calling thread's network namespace. The first socket on a UMEM registers
+// it; later ones share it (they may be on other queues or interfaces).
+// On failure everything Open did is undone.
+func Open(u *UMEM, cfg Config) (_ *Socket, err error) {
+	if u == nil || u.closed {
+		return nil, fmt.Errorf("open xsk: %w: umem", ErrClosed)
+	}
+	cfg.fill()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Frames > u.FreeFrames() {
+		return nil, fmt.Errorf("%w: socket wants %d frames, umem has %d unassigned", ErrConfig, cfg.Frames, u.FreeFrames())
+	}
+	if cfg.Frames < cfg.FillSize/2 {
+		return nil, fmt.Errorf("%w: %d frames cannot keep a %d-entry fill ring fed", ErrConfig, cfg.Frames, cfg.FillSize)
+	}
+	link, err := netlink.LinkByName(cfg.Interface)
+	if err != nil {
+		return nil, fmt.Errorf("open xsk on %q: %w (%v)", cfg.Interface, ErrNoInterface, err)
+	}
+	if n := link.Attrs().NumRxQueues; n > 0 && cfg.Queue >= n {
+		return nil, fmt.Errorf("%w: queue %d out of range: %s has %d rx queues", ErrConfig, cfg.Queue, cfg.Interface, n)
+	}
+
+	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			return nil, fmt.Errorf("create AF_XDP socket: %w (needs CAP_NET_RAW): %w", ErrPermission, err)
+		}
+		return nil, fmt.Errorf("create AF_XDP socket: %w", err)
+	}
+	s := &Socket{fd: fd, umem: u, cfg: cfg, ifindex: link.Attrs().Index, frameMask: ^uint64(u.cfg.FrameSize - 1)}
+	defer func() {
+		if err != nil {
+			s.release()
+		}
+	}()
+
+	shared := u.regFD >= 0
+	if !shared {
+		if err := registerUMEM(fd, u.mem, u.cfg); err != nil {
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ENOMEM) {
+				return nil, fmt.Errorf("register %d-byte umem: %w (raise RLIMIT_MEMLOCK or run with CAP_IPC_LOCK): %w", len(u.mem), ErrPermission, err)
+			}
+			return nil, fmt.Errorf("register umem: %w", err)
+		}
+	}
+	for _, o := range []struct {
+		opt  int
+		size uint32
+	}{
+		{unix.XDP_UMEM_FILL_RING, cfg.FillSize},
+		{unix.XDP_UMEM_COMPLETION_RING, cfg.CompletionSize},
+		{unix.XDP_RX_RING, cfg.RxSize},
+		{unix.XDP_TX_RING, cfg.TxSize},
+	} {
+		if err := unix.SetsockoptInt(fd, unix.SOL_XDP, o.opt, int(o.size)); err != nil {
+			return nil, fmt.Errorf("size ring (opt %d) to %d: %w", o.opt, o.size, err)
+		}
+	}
+	// Copy-mode TX sends at most this many frames per kick (default 32);
+	// let one kick drain the whole ring. Older kernels lack the option.
+	_ = unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, int(cfg.TxSize))
+
+	off, err := mmapOffsets(fd)
+	if err != nil {
+		return nil, fmt.Errorf("get ring offsets: %w", err)
+	}
+	if err := s.mapRings(off); err != nil {
+		return nil, err
+	}
+
+	sa := &unix.SockaddrXDP{Ifindex: uint32(s.ifindex), QueueID: uint32(cfg.Queue)}
+	if shared {
+		// A socket sharing a UMEM inherits copy/zero-copy and
+		// need_wakeup from the UMEM's first socket.
+		sa.Flags = unix.XDP_SHARED_UMEM
+		sa.SharedUmemFD = uint32(u.regFD)
+	} else {
+		switch cfg.Mode {
+		case BindCopy:
+			sa.Flags |= unix.XDP_COPY
+		case BindZeroCopy:
+			sa.Flags |= unix.XDP_ZEROCOPY
+		}
+		if !cfg.NoNeedWakeup {
+			sa.Flags |= unix.XDP_USE_NEED_WAKEUP
+		}
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		switch {
+		case cfg.Mode == BindZeroCopy && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)):
+			return nil, fmt.Errorf("bind %s queue %d: %w: %w", cfg.Interface, cfg.Queue, ErrZeroCopy, err)
+		case errors.Is(err, unix.EBUSY):
+			return nil, fmt.Errorf("bind %s queue %d: %w (another AF_XDP socket holds the queue)", cfg.Interface, cfg.Queue, err)
+		case errors.Is(err, unix.EPERM):
+			return nil, fmt.Errorf("bind %s queue %d: %w: %w", cfg.Interface, cfg.Queue, ErrPermission, err)
+		}
+		return nil, fmt.Errorf("bind %s queue %d: %w", cfg.Interface, cfg.Queue, err)
+	}
+	opts, err := unix.GetsockoptInt(fd, unix.SOL_XDP, unix.XDP_OPTIONS)
+	if err != nil {
+		return nil, fmt.Errorf("get xdp options: %w", err)
+	}
+	s.zeroCopy = opts&unix.XDP_OPTIONS_ZEROCOPY != 0
+	s.needWakeup = !cfg.NoNeedWakeup
+
+	// Take this socket's share of the frames and prime the fill ring.
+	s.free = make([]uint64, 0, cfg.Frames)
+	for i := uint32(0); i < cfg.Frames; i++ {
+		s.free = append(s.free, uint64(u.nextFrame+i)*uint64(u.cfg.FrameSize))
+	}
+	u.nextFrame += cfg.Frames
+	if !shared {
+		u.regFD = fd
+	}
+	u.sockets++
+	openSockets.Add(1)
+	s.Refill()
+	return s, nil
+}
+
+func (s *Socket) mapRings(off unix.XDPMmapOffsets) error {
+	m := func(pgoff int64, ro unix.XDPRingOffset, n uint32, elem uint64) ([]byte, ring.Offsets, error) {
+		mem, err := unix.Mmap(s.fd, pgoff, int(ro.Desc+uint64(n)*elem), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+		if err != nil {
+			return nil, ring.Offsets{}, fmt.Errorf("map ring at %#x: %w", pgoff, err)
+		}
+		s.maps = append(s.maps, mem)
+		return mem, ring.Offsets{Producer: ro.Producer, Consumer: ro.Consumer, Desc: ro.Desc, Flags: ro.Flags}, nil
+	}
+	var err error
+	mem, ro, err := m(unix.XDP_UMEM_PGOFF_FILL_RING, off.Fr, s.cfg.FillSize, 8)
+	if err != nil {
+		return err
+	}
+	if s.fill, err = ring.MapProducer[uint64](mem, ro, s.cfg.FillSize); err != nil {
+		return fmt.Errorf("fill ring: %w", err)
+	}
+	if mem, ro, err = m(unix.XDP_UMEM_PGOFF_COMPLETION_RING, off.Cr, s.cfg.CompletionSize, 8); err != nil {
+		return err
+	}
+	if s.comp, err = ring.MapConsumer[uint64](mem, ro, s.cfg.CompletionSize); err != nil {
+		return fmt.Errorf("completion ring: %w", err)
+	}
+	if mem, ro, err = m(unix.XDP_PGOFF_RX_RING, off.Rx, s.cfg.RxSize, descSize()); err != nil {
+		return err
+	}
+	if s.rx, err = ring.MapConsumer[Desc](mem, ro, s.cfg.RxSize); err != nil {
+		return fmt.Errorf("rx ring: %w", err)
+	}
+	if mem, ro, err = m(unix.XDP_PGOFF_TX_RING, off.Tx, s.cfg.TxSize, descSize()); err != nil {
+		return err
+	}
+	if s.tx, err = ring.MapProducer[Desc](mem, ro, s.cfg.TxSize); err != nil {
+		return fmt.Errorf("tx ring: %w", err)
+	}
+	return nil
+}
+
+func (s *Socket) release() error {
+	var errs []error
+	for _, m := range s.maps {
+		errs = append(errs, unix.Munmap(m))
+	}
+	s.maps = nil
+	if s.fd >= 0 {
+		errs = append(errs, unix.Close(s.fd))
+		s.fd = -1
+	}
+	return errors.Join(errs...)
+}
+
+// Close unbinds the socket and unmaps its rings. Its frames stay assigned
+// to it: the UMEM does not reuse them.
+func (s *Socket) Close() error {
+	if s.fd < 0 {
+		return nil
+	}
+	s.umem.sockets--
+	openSockets.Add(-1)
+	if s.umem.regFD == s.fd {
+		// The kernel keeps the UMEM alive for the sockets sharing it,
+		// but new ones can no longer name it.
+		s.umem.regFD = -2
+	}
+	if err := s.release(); err != nil {
+		return fmt.Errorf("close xsk: %w", err)
+	}
+	return nil
+}
+
+// FD returns the socket's file descriptor, for the XSKMAP and for poll.
+func (s *Socket) FD() int { return s.fd }
+
+// Queue returns the queue the socket is bound to.
+func (s *Socket) Queue() int { return s.cfg.Queue }
+
+// Ifindex returns the index of the interface the socket is bound to.
+func (s *Socket) Ifindex() int { return s.ifindex }
+
+// ZeroCopy reports whether the kernel bound the socket in zero-copy mode.
+func (s *Socket) ZeroCopy() bool { return s.zeroCopy }
+
+// UMEM returns the UMEM the socket uses.
+func (s *Socket) UMEM() *UMEM { return s.umem }
+
+// Receive takes up to len(descs) received packets off the RX ring and
+// returns how many. The caller owns their frames (read them with
+// UMEM.Data) until it hands them back with Recycle.
+func (s *Socket) Receive(descs []Desc) int {
+	idx, n := s.rx.Peek(uint32(len(descs)))
+	if n == 0 {
+		return 0
+	}
+	var bytes uint64
+	for i := uint32(0); i < n; i++ {
+		descs[i] = *s.rx.At(idx + i)
+		bytes += uint64(descs[i].Len)
+	}
+	s.rx.Release(n)
+	s.c.rxPackets.Add(uint64(n))
+	s.c.rxBytes.Add(bytes)
+	return int(n)
+}
+
+// Recycle returns received frames to the socket: straight onto the fill
+// ring where it has room, else onto the free list.
+func (s *Socket) Recycle(descs []Desc) {
+	idx, n := s.fill.Reserve(uint32(len(descs)))
+	for i := uint32(0); i < n; i++ {
+		*s.fill.At(idx + i) = descs[i].Addr & s.frameMask
+	}
+	s.fill.Submit(n)
+	for _, d := range descs[n:] {
+		s.free = append(s.free, d.Addr&s.frameMask)
+	}
+}
+
+// Refill moves free frames onto the fill ring, keeping back those TX may
+// need, and returns how many it moved.
+func (s *Socket) Refill() int {
+	avail := len(s.free) - int(s.cfg.TxSize/2)
+	if avail <= 0 {
+		if s.fill.Free(s.cfg.FillSize) == s.cfg.FillSize {
+			s.c.fillEmpty.Add(1)
+		}
+		return 0
+	}
+	idx, n := s.fill.Reserve(uint32(avail))
+	for i := uint32(0); i < n; i++ {
+		*s.fill.At(idx + i) = s.free[len(s.free)-1-int(i)]
+	}
+	s.fill.Submit(n)
+	s.free = s.free[:len(s.free)-int(n)]
+	return int(n)
+}
+
+// Alloc takes a free frame for transmitting and returns its UMEM address,
+// or false if none is free (call Complete to reap sent frames). Write the
+// packet into UMEM.Frame(addr) and pass it to Transmit.
+func (s *Socket) Alloc() (uint64, bool) {
+	if len(s.free) == 0 {
+		return 0, false
+	}
+	a := s.free[len(s.free)-1]
+	s.free = s.free[:len(s.free)-1]
+	return a, true
+}
+
+// Free returns frames taken with Alloc that will not be transmitted.
+func (s *Socket) Free(addr uint64) { s.free = append(s.free, addr&s.frameMask) }
+
+// Transmit queues packets on the TX ring, kicks the kernel, and returns how
+// many were queued; the rest (TX ring full) still belong to the caller.
+// Queued frames come back to the free list through Complete.
+func (s *Socket) Transmit(descs []Desc) (int, error) {
+	idx, n := s.tx.Reserve(uint32(len(descs)))
+	var bytes uint64
+	for i := uint32(0); i < n; i++ {
+		*s.tx.At(idx + i) = descs[i]
+		bytes += uint64(descs[i].Len)
+	}
+	s.tx.Submit(n)
+	if int(n) < len(descs) {
+		s.c.txFull.Add(1)
+	}
+	s.txOutstanding += n
+	s.c.txPackets.Add(uint64(n))
+	s.c.txBytes.Add(bytes)
+	if n == 0 {
+		return 0, nil
+	}
+	return int(n), s.Kick()
+}
+
+// NeedsKick reports whether the kernel must be woken to process the TX
+// ring.
+func (s *Socket) NeedsKick() bool {
+	return !s.needWakeup || s.tx.Flags()&unix.XDP_RING_NEED_WAKEUP != 0
+}
+
+// Kick wakes the kernel to send what the TX ring holds, if it needs
+// waking. Transient conditions (EAGAIN, EBUSY, ENOBUFS) are not errors:
+// the frames stay queued for the next kick.
+func (s *Socket) Kick() error {
+	if !s.NeedsKick() {
+		return nil
+	}
+	for try := 0; try < 4; try++ {
+		s.c.kicks.Add(1)
+		_, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		switch errno {
+		case 0:
+			return nil
+		case unix.EAGAIN, unix.EBUSY, unix.ENOBUFS:
+			// Copy mode sends a budget per call and says EAGAIN when
+			// more is left.
+			s.c.kickRetries.Add(1)
+			continue
+		case unix.ENETDOWN:
+			return nil
+		default:
+			return fmt.Errorf("kick tx: %w", errno)
+		}
+	}
+	return nil
+}
+
+// Complete reaps the completion ring, returning sent frames to the free
+// list, and returns how many it reaped.
+func (s *Socket) Complete() int {
+	idx, n := s.comp.Peek(s.cfg.CompletionSize)
+	for i := uint32(0); i < n; i++ {
+		s.free = append(s.free, *s.comp.At(idx+i)&s.frameMask)
+	}
+	s.comp.Release(n)
+	s.txOutstanding -= n
+	return int(n)
+}
+
+// TxOutstanding returns how many transmitted frames have not completed.
+func (s *Socket) TxOutstanding() int { return int(s.txOutstanding) }
+
+// FreeFrames returns how many of the socket's frames are idle.
+func (s *Socket) FreeFrames() int { return len(s.free) }
+
+// WakeupRx wakes the kernel to process the fill ring if it asked for it
+// (zero-copy drivers do when the fill ring ran dry).
+func (s *Socket) WakeupRx() error {
+	if !s.needWakeup || s.fill.Flags()&unix.XDP_RING_NEED_WAKEUP == 0 {
+		return nil
+	}
+	_, _, errno := unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	if errno != 0 && errno != unix.EAGAIN && errno != unix.EBUSY {
+		return fmt.Errorf("wake rx: %w", errno)
+	}
+	return nil
+}
+
+// Poll blocks until the RX ring has packets or timeoutMS milliseconds pass
+// (-1: no limit), and reports whether packets are ready.
+func (s *Socket) Poll(timeoutMS int) (bool, error) {
+	if s.rx.Available() > 0 {
+		return true, nil
+	}
+	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, timeoutMS)
+	if err != nil && !errors.Is(err, unix.EINTR) {
+		return false, fmt.Errorf("poll xsk: %w", err)
+	}
+	return n > 0, nil
+}
+
+// Stats are a socket's counters: the kernel's (XDP_STATISTICS) and
+// ustack's own.
+type Stats struct {
+	// Kernel counters.
+	RxDropped, RxInvalid, TxInvalid, RxRingFull, FillRingEmpty, TxRingEmpty uint64
+	// Own counters.
+	RxPackets, RxBytes, TxPackets, TxBytes uint64
+	Kicks, KickRetries, FillStarved, TxRingFull uint64
+}
+
+// Stats returns the socket's counters. It may be called from any
+// goroutine.
+func (s *Socket) Stats() (Stats, error) {
+	k, err := statistics(s.fd)
+	if err != nil {
+		return Stats{}, fmt.Errorf("xdp statistics: %w", err)
+	}
+	return Stats{
+		RxDropped: k.Rx_dropped, RxInvalid: k.Rx_invalid_descs, TxInvalid: k.Tx_invalid_descs,
+		RxRingFull: k.Rx_ring_full, FillRingEmpty: k.Rx_fill_ring_empty_descs, TxRingEmpty: k.Tx_ring_empty_descs,
+		RxPackets: s.c.rxPackets.Load(), RxBytes: s.c.rxBytes.Load(),
+		TxPackets: s.c.txPackets.Load(), TxBytes: s.c.txBytes.Load(),
+		Kicks: s.c.kicks.Load(), KickRetries: s.c.kickRetries.Load(),
+		FillStarved: s.c.fillEmpty.Load(), TxRingFull: s.c.txFull.Load(),
+	}, nil
+}
+
+// InterfaceQueues returns the number of RX queues of the named interface
+// in the calling thread's namespace.
+func InterfaceQueues(name string) (int, error) {
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		if _, ierr := net.InterfaceByName(name); ierr != nil {
+			return 0, fmt.Errorf("%w: %q", ErrNoInterface, name)
+		}
+		return 0, fmt.Errorf("look up %q: %w", name, err)
+	}
+	return l.Attrs().NumRxQueues, nil
+}

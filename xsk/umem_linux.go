@@ -1,0 +1,106 @@
+package xsk
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// UMEMConfig sizes a UMEM.
+type UMEMConfig struct {
+	// FrameCount is the number of frames (default 4096).
+	FrameCount uint32
+	// FrameSize is the size of a frame in bytes: a power of two from 2048
+	// to the page size (default 4096, which holds a 3506-byte veth MTU
+	// with room to spare).
+	FrameSize uint32
+	// Headroom is reserved in front of each received packet, for
+	// prepending headers in place (default 0).
+	Headroom uint32
+	// HugePages backs the UMEM with huge pages (MAP_HUGETLB); they must
+	// have been reserved (vm.nr_hugepages).
+	HugePages bool
+}
+
+// DefaultUMEMConfig returns 4096 frames of 4096 bytes (16 MiB): two
+// sockets' worth of 1024-entry fill and TX rings with a 2x margin.
+func DefaultUMEMConfig() UMEMConfig {
+	return UMEMConfig{FrameCount: 4096, FrameSize: 4096}
+}
+
+// UMEM is a packet buffer area shared with the kernel by one or more
+// sockets. It is registered with the kernel by the first socket opened on
+// it; later sockets share that registration.
+type UMEM struct {
+	mem       []byte
+	cfg       UMEMConfig
+	regFD     int    // socket the UMEM is registered on; -1 before the first
+	nextFrame uint32 // frames below this are assigned to sockets
+	sockets   int    // open sockets
+	closed    bool
+}
+
+// NewUMEM maps a UMEM. Zero fields of cfg take their defaults.
+func NewUMEM(cfg UMEMConfig) (*UMEM, error) {
+	def := DefaultUMEMConfig()
+	if cfg.FrameCount == 0 {
+		cfg.FrameCount = def.FrameCount
+	}
+	if cfg.FrameSize == 0 {
+		cfg.FrameSize = def.FrameSize
+	}
+	page := uint32(unix.Getpagesize())
+	if cfg.FrameSize < 2048 || cfg.FrameSize > page || cfg.FrameSize&(cfg.FrameSize-1) != 0 {
+		return nil, fmt.Errorf("%w: frame size %d must be a power of two in [2048, %d]", ErrConfig, cfg.FrameSize, page)
+	}
+	if cfg.Headroom > cfg.FrameSize-unix.XDP_PACKET_HEADROOM-1500 {
+		return nil, fmt.Errorf("%w: headroom %d leaves no room for a 1500-byte packet in a %d-byte frame", ErrConfig, cfg.Headroom, cfg.FrameSize)
+	}
+	if uint64(cfg.FrameCount)*uint64(cfg.FrameSize) > 1<<36 {
+		return nil, fmt.Errorf("%w: %d frames of %d bytes is over 64 GiB", ErrConfig, cfg.FrameCount, cfg.FrameSize)
+	}
+	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS | unix.MAP_POPULATE
+	if cfg.HugePages {
+		flags |= unix.MAP_HUGETLB
+	}
+	mem, err := unix.Mmap(-1, 0, int(cfg.FrameCount*cfg.FrameSize), unix.PROT_READ|unix.PROT_WRITE, flags)
+	if err != nil {
+		if cfg.HugePages {
+			return nil, fmt.Errorf("map umem with huge pages (are vm.nr_hugepages reserved?): %w", err)
+		}
+		return nil, fmt.Errorf("map umem: %w", err)
+	}
+	return &UMEM{mem: mem, cfg: cfg, regFD: -1}, nil
+}
+
+// Config returns the UMEM's configuration with defaults filled in.
+func (u *UMEM) Config() UMEMConfig { return u.cfg }
+
+// FreeFrames returns how many frames are not yet assigned to a socket.
+func (u *UMEM) FreeFrames() uint32 { return u.cfg.FrameCount - u.nextFrame }
+
+// Data returns the packet bytes a descriptor points to. The slice aliases
+// the UMEM: it is valid only while the caller owns the frame.
+func (u *UMEM) Data(d Desc) []byte {
+	return u.mem[d.Addr : d.Addr+uint64(d.Len) : d.Addr+uint64(d.Len)]
+}
+
+// Frame returns the whole frame that contains addr, for writing a packet
+// to transmit. The slice aliases the UMEM.
+func (u *UMEM) Frame(addr uint64) []byte {
+	base := addr &^ uint64(u.cfg.FrameSize-1)
+	return u.mem[base : base+uint64(u.cfg.FrameSize) : base+uint64(u.cfg.FrameSize)]
+}
+
+// Close unmaps the UMEM. All sockets on it must be closed first.
+func (u *UMEM) Close() error {
+	if u.closed {
+		return nil
+	}
+	if u.sockets > 0 {
+		return fmt.Errorf("close umem: %d sockets still open on it", u.sockets)
+	}
+	u.closed = true
+	return errors.Join(unix.Munmap(u.mem))
+}

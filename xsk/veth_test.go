@@ -1,0 +1,404 @@
+package xsk_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ustack-dev/ustack/bpf"
+	"github.com/ustack-dev/ustack/vethtest"
+	"github.com/ustack-dev/ustack/xsk"
+	"github.com/vishvananda/netlink"
+)
+
+const udpPort = 9000
+
+// rig is a veth pair with ustack's program on the Ustack end and one
+// socket per queue sharing one UMEM.
+type rig struct {
+	pair  *vethtest.Pair
+	prog  *bpf.Program
+	umem  *xsk.UMEM
+	socks []*xsk.Socket
+}
+
+func newRig(t *testing.T, queues int) *rig {
+	t.Helper()
+	r := &rig{pair: vethtest.NewT(t, vethtest.Options{Queues: queues})}
+	t.Cleanup(func() {
+		for _, s := range r.socks {
+			if err := s.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+		if r.umem != nil {
+			if err := r.umem.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+		if r.prog != nil {
+			if err := r.prog.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	u := r.pair.Ustack
+	err := u.Do(func() error {
+		var err error
+		if r.prog, err = bpf.Load(); err != nil {
+			return err
+		}
+		mode, err := r.prog.Attach(u.Ifindex, bpf.AttachAuto)
+		if err != nil {
+			return err
+		}
+		if mode != bpf.AttachNative {
+			return fmt.Errorf("attached in %v mode, want native on veth", mode)
+		}
+		if r.umem, err = xsk.NewUMEM(xsk.UMEMConfig{FrameCount: uint32(queues) * 2048}); err != nil {
+			return err
+		}
+		for q := 0; q < queues; q++ {
+			s, err := xsk.Open(r.umem, xsk.Config{Interface: u.Link, Queue: q})
+			if err != nil {
+				return err
+			}
+			r.socks = append(r.socks, s)
+			if s.ZeroCopy() {
+				return errors.New("veth socket reports zero-copy")
+			}
+			if err := r.prog.SetSocket(q, s.FD()); err != nil {
+				return err
+			}
+		}
+		if err := r.prog.Own(vethtest.UstackIPv4, bpf.OwnNeigh|bpf.OwnICMP); err != nil {
+			return err
+		}
+		return r.prog.OwnPort(vethtest.UstackIPv4, bpf.UDP, udpPort)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// reflector answers ARP requests for the owned address and sends UDP
+// datagrams back where they came from, recording each UDP payload.
+type reflector struct {
+	s       *xsk.Socket
+	mac     net.HardwareAddr
+	ip      [4]byte
+	mu      sync.Mutex
+	got     [][]byte // UDP payloads received
+	badSums atomic.Int64
+	arps    atomic.Int64
+	udp     atomic.Int64
+}
+
+func (rf *reflector) run(stop <-chan struct{}, done *sync.WaitGroup) {
+	defer done.Done()
+	descs := make([]xsk.Desc, 64)
+	var tx, drop []xsk.Desc
+	deadline := time.Now().Add(60 * time.Second) // bound even if stop never comes
+	for time.Now().Before(deadline) {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		rf.s.Complete()
+		n := rf.s.Receive(descs)
+		if n == 0 {
+			rf.s.Refill()
+			time.Sleep(20 * time.Microsecond)
+			continue
+		}
+		tx, drop = tx[:0], drop[:0]
+		u := rf.s.UMEM()
+		for _, d := range descs[:n] {
+			f := u.Data(d)
+			if rf.handle(f) {
+				tx = append(tx, d)
+			} else {
+				drop = append(drop, d)
+			}
+		}
+		rf.s.Recycle(drop)
+		if sent, err := rf.s.Transmit(tx); err != nil || sent < len(tx) {
+			rf.s.Recycle(tx[sent:])
+		}
+	}
+}
+
+// handle rewrites f in place into its reply and reports whether to send it.
+func (rf *reflector) handle(f []byte) bool {
+	if len(f) < 14 {
+		return false
+	}
+	switch binary.BigEndian.Uint16(f[12:]) {
+	case 0x0806:
+		a := f[14:]
+		if len(a) < 28 || binary.BigEndian.Uint16(a[6:]) != 1 || !bytes.Equal(a[24:28], rf.ip[:]) {
+			return false
+		}
+		rf.arps.Add(1)
+		copy(f[0:6], f[6:12])
+		copy(f[6:12], rf.mac)
+		binary.BigEndian.PutUint16(a[6:], 2)
+		var spa [4]byte
+		copy(spa[:], a[14:18])
+		copy(a[18:24], a[8:14]) // tha = requester
+		copy(a[24:28], spa[:])  // tpa = requester
+		copy(a[8:14], rf.mac)
+		copy(a[14:18], rf.ip[:])
+		return true
+	case 0x0800:
+		ip := f[14:]
+		if len(ip) < 28 || ip[9] != 17 {
+			return false
+		}
+		ihl := int(ip[0]&0xf) * 4
+		udp := ip[ihl:]
+		ulen := int(binary.BigEndian.Uint16(udp[4:]))
+		if checksumUDP4(ip[12:16], ip[16:20], udp[:ulen]) != 0 {
+			rf.badSums.Add(1)
+		}
+		rf.mu.Lock()
+		rf.got = append(rf.got, append([]byte(nil), udp[8:ulen]...))
+		rf.mu.Unlock()
+		rf.udp.Add(1)
+		// Swapping addresses and ports leaves both checksums valid.
+		var tmp [6]byte
+		copy(tmp[:], f[0:6])
+		copy(f[0:6], f[6:12])
+		copy(f[6:12], tmp[:])
+		copy(tmp[:4], ip[12:16])
+		copy(ip[12:16], ip[16:20])
+		copy(ip[16:20], tmp[:4])
+		copy(tmp[:2], udp[0:2])
+		copy(udp[0:2], udp[2:4])
+		copy(udp[2:4], tmp[:2])
+		return true
+	}
+	return false
+}
+
+func checksumUDP4(src, dst, udp []byte) uint16 {
+	var sum uint32
+	add := func(b []byte) {
+		for len(b) >= 2 {
+			sum += uint32(binary.BigEndian.Uint16(b))
+			b = b[2:]
+		}
+		if len(b) == 1 {
+			sum += uint32(b[0]) << 8
+		}
+	}
+	add(src)
+	add(dst)
+	sum += 17 + uint32(len(udp))
+	add(udp)
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	return ^uint16(sum)
+}
+
+func (r *rig) startReflectors(t *testing.T) []*reflector {
+	var rfs []*reflector
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, s := range r.socks {
+		rf := &reflector{s: s, mac: r.pair.Ustack.MAC, ip: vethtest.UstackIPv4.As4()}
+		rfs = append(rfs, rf)
+		wg.Add(1)
+		go rf.run(stop, &wg)
+	}
+	t.Cleanup(func() { close(stop); wg.Wait() })
+	return rfs
+}
+
+func kernelUDP(t *testing.T, p *vethtest.Pair, dst netip.AddrPort) *net.UDPConn {
+	t.Helper()
+	var c *net.UDPConn
+	if err := p.Kernel.Do(func() error {
+		conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(dst))
+		c = conn
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestPrivilegedReflectUDP: the kernel resolves the owned address through
+// the XSK's ARP replies, its UDP datagrams arrive at the XSK byte for byte
+// with valid checksums, and the XSK's transmitted replies reach it.
+func TestPrivilegedReflectUDP(t *testing.T) {
+	r := newRig(t, 1)
+	rf := r.startReflectors(t)[0]
+	c := kernelUDP(t, r.pair, netip.AddrPortFrom(vethtest.UstackIPv4, udpPort))
+	const n = 200
+	buf := make([]byte, 2048)
+	for i := 0; i < n; i++ {
+		msg := []byte(fmt.Sprintf("datagram %d %s", i, bytes.Repeat([]byte{byte(i)}, i*5)))
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		m, err := c.Read(buf)
+		if err != nil {
+			t.Fatalf("datagram %d: no echo: %v", i, err)
+		}
+		if !bytes.Equal(buf[:m], msg) {
+			t.Fatalf("datagram %d: echo %q, want %q", i, buf[:m], msg)
+		}
+		rf.mu.Lock()
+		last := rf.got[len(rf.got)-1]
+		rf.mu.Unlock()
+		if !bytes.Equal(last, msg) {
+			t.Fatalf("datagram %d: XSK received %q", i, last)
+		}
+	}
+	if rf.arps.Load() == 0 {
+		t.Error("no ARP request reached the XSK")
+	}
+	if b := rf.badSums.Load(); b != 0 {
+		t.Errorf("%d datagrams arrived with bad UDP checksums", b)
+	}
+	// The kernel accepted the XSK's ARP reply.
+	neighs, err := r.pair.Kernel.Netlink().NeighList(r.pair.Kernel.Ifindex, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, nb := range neighs {
+		if nb.IP.Equal(vethtest.UstackIPv4.AsSlice()) && bytes.Equal(nb.HardwareAddr, r.pair.Ustack.MAC) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("kernel has no neighbour entry %v → %v: %+v", vethtest.UstackIPv4, r.pair.Ustack.MAC, neighs)
+	}
+	st, err := r.socks[0].Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.RxPackets < n || st.TxPackets < n || st.RxInvalid != 0 || st.TxInvalid != 0 {
+		t.Errorf("stats: %+v", st)
+	}
+	cnt, err := r.prog.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cnt[bpf.RedirectPort] < n || cnt[bpf.RedirectNeigh] == 0 {
+		t.Errorf("program counters: %v", cnt)
+	}
+}
+
+// TestPrivilegedHostTrafficPasses: while ustack owns 198.18.0.10 and a UDP
+// port, the kernel on the same interface keeps its own address: UDP to it
+// and TCP to it work, ARP for it is the kernel's.
+func TestPrivilegedHostTrafficPasses(t *testing.T) {
+	r := newRig(t, 1)
+	r.startReflectors(t)
+	var srv net.PacketConn
+	var ln net.Listener
+	if err := r.pair.Ustack.Do(func() (err error) {
+		// The same port number ustack owns on its own address.
+		if srv, err = net.ListenPacket("udp4", fmt.Sprintf("%v:%d", vethtest.UstackHostIPv4, udpPort)); err != nil {
+			return err
+		}
+		ln, err = net.Listen("tcp4", fmt.Sprintf("%v:0", vethtest.UstackHostIPv4))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	defer ln.Close()
+	c := kernelUDP(t, r.pair, netip.AddrPortFrom(vethtest.UstackHostIPv4, udpPort))
+	if _, err := c.Write([]byte("to the kernel")); err != nil {
+		t.Fatal(err)
+	}
+	srv.SetReadDeadline(time.Now().Add(3 * time.Second))
+	buf := make([]byte, 64)
+	n, _, err := srv.ReadFrom(buf)
+	if err != nil || string(buf[:n]) != "to the kernel" {
+		t.Fatalf("kernel socket on the XDP interface got %q, %v", buf[:n], err)
+	}
+	go func() {
+		if a, err := ln.Accept(); err == nil {
+			a.Write([]byte("tcp ok"))
+			a.Close()
+		}
+	}()
+	var tc net.Conn
+	if err := r.pair.Kernel.Do(func() (err error) {
+		tc, err = net.DialTimeout("tcp4", ln.Addr().String(), 3*time.Second)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	tc.SetReadDeadline(time.Now().Add(3 * time.Second))
+	n, _ = tc.Read(buf)
+	if string(buf[:n]) != "tcp ok" {
+		t.Fatalf("tcp to the kernel: %q", buf[:n])
+	}
+	cnt, _ := r.prog.Counters()
+	if cnt[bpf.PassNotOwned] == 0 {
+		t.Errorf("no frame counted pass_not_owned: %v", cnt)
+	}
+	if cnt[bpf.RedirectPort] != 0 {
+		t.Errorf("host traffic redirected: %v", cnt)
+	}
+}
+
+// TestPrivilegedTwoQueues: on a two-queue veth, flows spread over both
+// queues and each queue's socket (sharing one UMEM) receives its own.
+func TestPrivilegedTwoQueues(t *testing.T) {
+	r := newRig(t, 2)
+	rfs := r.startReflectors(t)
+	deadline := time.Now().Add(10 * time.Second)
+	buf := make([]byte, 64)
+	for flow := 0; flow < 256 && time.Now().Before(deadline); flow++ {
+		c := kernelUDP(t, r.pair, netip.AddrPortFrom(vethtest.UstackIPv4, udpPort))
+		c.Write([]byte(fmt.Sprintf("flow %d", flow)))
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if _, err := c.Read(buf); err != nil {
+			t.Fatalf("flow %d: no echo: %v", flow, err)
+		}
+		c.Close()
+		if rfs[0].udp.Load() > 0 && rfs[1].udp.Load() > 0 {
+			return
+		}
+	}
+	t.Fatalf("queues did not both receive: queue 0 got %d, queue 1 got %d", rfs[0].udp.Load(), rfs[1].udp.Load())
+}
+
+func TestPrivilegedZeroCopyRequiredOnVeth(t *testing.T) {
+	p := vethtest.NewT(t, vethtest.Options{})
+	err := p.Ustack.Do(func() error {
+		u, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: 64})
+		if err != nil {
+			return err
+		}
+		defer u.Close()
+		s, err := xsk.Open(u, xsk.Config{Interface: p.Ustack.Link, Mode: xsk.BindZeroCopy, FillSize: 32, TxSize: 32, Frames: 64})
+		if err == nil {
+			s.Close()
+		}
+		return err
+	})
+	if !errors.Is(err, xsk.ErrZeroCopy) {
+		t.Fatalf("zero-copy on veth: %v, want ErrZeroCopy", err)
+	}
+}
