@@ -29,7 +29,7 @@ type rig struct {
 	socks []*xsk.Socket
 }
 
-func newRig(t *testing.T, queues int) *rig {
+func newRig(t testing.TB, queues int) *rig {
 	t.Helper()
 	r := &rig{pair: vethtest.NewT(t, vethtest.Options{Queues: queues})}
 	t.Cleanup(func() {
