@@ -462,7 +462,7 @@ func (s *Socket) Kick() error {
 func (s *Socket) Complete() int {
 	idx, n := s.comp.Peek(s.cfg.CompletionSize)
 	for i := uint32(0); i < n; i++ {
-		s.free = append(s.free, *s.comp.At(idx+i)&s.frameMask)
+		s.free = append(s.free, *s.comp.At(idx + i)&s.frameMask)
 	}
 	s.comp.Release(n)
 	s.txOutstanding -= n
@@ -508,7 +508,7 @@ type Stats struct {
 	// Kernel counters.
 	RxDropped, RxInvalid, TxInvalid, RxRingFull, FillRingEmpty, TxRingEmpty uint64
 	// Own counters.
-	RxPackets, RxBytes, TxPackets, TxBytes uint64
+	RxPackets, RxBytes, TxPackets, TxBytes      uint64
 	Kicks, KickRetries, FillStarved, TxRingFull uint64
 }
 

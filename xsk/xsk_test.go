@@ -52,7 +52,7 @@ func TestOpenValidates(t *testing.T) {
 		{Interface: "lo", RxSize: 100},
 		{Interface: "lo", FillSize: 48},
 		{Interface: "lo", Queue: -1},
-		{Interface: "lo", Frames: 1000},           // more than the umem has
+		{Interface: "lo", Frames: 1000},            // more than the umem has
 		{Interface: "lo", FillSize: 64, Frames: 8}, // cannot feed the fill ring
 	} {
 		if s, err := xsk.Open(u, c); !errors.Is(err, xsk.ErrConfig) {
