@@ -55,7 +55,7 @@ func BenchmarkPrivilegedVethReceive(b *testing.B) {
 		if txUMEM, err = xsk.NewUMEM(xsk.UMEMConfig{FrameCount: 4096, FrameSize: 2048}); err != nil {
 			return err
 		}
-		tx, err = xsk.Open(txUMEM, xsk.Config{Interface: r.pair.Kernel.Link, FillSize: 64, Frames: 4096, TxSize: 2048, CompletionSize: 2048})
+		tx, err = xsk.Open(txUMEM, xsk.Config{Interface: r.pair.Kernel.Link, FillSize: 64, TxFrames: 4000, TxSize: 2048, CompletionSize: 2048})
 		return err
 	})
 	if err != nil {

@@ -14,7 +14,12 @@
 // Each socket takes a fixed share of the UMEM's frames when it opens, so
 // sockets on different queues never contend for frames.
 //
-// A Socket is not safe for concurrent use: one goroutine (a per-queue
-// worker) drives it, and other goroutines that want to transmit must
-// serialize through that owner.
+// A socket's frames are split into an RX pool (fill ring, RX ring, frames
+// between Receive and Recycle) and a TX pool (frames between Alloc and
+// Transmit, TX ring, completion ring). The RX-side methods (Receive,
+// Recycle, Refill, WakeupRx, Poll) may run in one goroutine while the
+// TX-side methods (Alloc, Free, Enqueue, Transmit, Complete) run in
+// another; each side is single-threaded. Kick and Stats are safe anywhere.
+// A forwarder that transmits received frames in place drives both sides
+// from one goroutine and returns them with CompleteToFill.
 package xsk

@@ -46,10 +46,11 @@ type Config struct {
 	// RxSize, TxSize, FillSize and CompletionSize are ring sizes in
 	// descriptors: powers of two (default 1024 each).
 	RxSize, TxSize, FillSize, CompletionSize uint32
-	// Frames is how many UMEM frames the socket takes for its own use
-	// (default FillSize+TxSize). More than FillSize lets the application
-	// hold received frames while the fill ring stays full.
-	Frames uint32
+	// RxFrames is how many UMEM frames the socket takes for receiving
+	// (default FillSize), TxFrames how many for transmitting (default
+	// TxSize). The two pools are separate so that one goroutine can
+	// receive while another transmits; see the package doc.
+	RxFrames, TxFrames uint32
 	// Mode selects copy or zero-copy (default BindAuto).
 	Mode BindMode
 	// NoNeedWakeup turns off XDP_USE_NEED_WAKEUP, making the kernel poll
@@ -67,8 +68,11 @@ func (c *Config) fill() {
 			*p = DefaultRingSize
 		}
 	}
-	if c.Frames == 0 {
-		c.Frames = c.FillSize + c.TxSize
+	if c.RxFrames == 0 {
+		c.RxFrames = c.FillSize
+	}
+	if c.TxFrames == 0 {
+		c.TxFrames = c.TxSize
 	}
 }
 
@@ -103,8 +107,10 @@ type Socket struct {
 	tx   *ring.Producer[Desc]
 	maps [][]byte
 
-	// free holds the idle frames the socket owns (base addresses).
-	free []uint64
+	// rxFree holds idle receive frames not on the fill ring; only the RX
+	// side touches it. txFree holds idle transmit frames; only the TX
+	// side touches it. Both hold frame base addresses.
+	rxFree, txFree []uint64
 	// txOutstanding counts descriptors in the TX ring or awaiting
 	// completion.
 	txOutstanding uint32
@@ -138,11 +144,11 @@ func Open(u *UMEM, cfg Config) (_ *Socket, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Frames > u.FreeFrames() {
-		return nil, fmt.Errorf("%w: socket wants %d frames, umem has %d unassigned", ErrConfig, cfg.Frames, u.FreeFrames())
+	if want := uint64(cfg.RxFrames) + uint64(cfg.TxFrames); want > uint64(u.FreeFrames()) {
+		return nil, fmt.Errorf("%w: socket wants %d frames, umem has %d unassigned", ErrConfig, want, u.FreeFrames())
 	}
-	if cfg.Frames < cfg.FillSize/2 {
-		return nil, fmt.Errorf("%w: %d frames cannot keep a %d-entry fill ring fed", ErrConfig, cfg.Frames, cfg.FillSize)
+	if cfg.RxFrames < cfg.FillSize/2 {
+		return nil, fmt.Errorf("%w: %d rx frames cannot keep a %d-entry fill ring fed", ErrConfig, cfg.RxFrames, cfg.FillSize)
 	}
 	link, err := netlink.LinkByName(cfg.Interface)
 	if err != nil {
@@ -236,11 +242,18 @@ func Open(u *UMEM, cfg Config) (_ *Socket, err error) {
 	s.needWakeup = !cfg.NoNeedWakeup
 
 	// Take this socket's share of the frames and prime the fill ring.
-	s.free = make([]uint64, 0, cfg.Frames)
-	for i := uint32(0); i < cfg.Frames; i++ {
-		s.free = append(s.free, uint64(u.nextFrame+i)*uint64(u.cfg.FrameSize))
+	all := cfg.RxFrames + cfg.TxFrames
+	s.rxFree = make([]uint64, 0, all)
+	s.txFree = make([]uint64, 0, all)
+	for i := uint32(0); i < all; i++ {
+		a := uint64(u.nextFrame+i) * uint64(u.cfg.FrameSize)
+		if i < cfg.RxFrames {
+			s.rxFree = append(s.rxFree, a)
+		} else {
+			s.txFree = append(s.txFree, a)
+		}
 	}
-	u.nextFrame += cfg.Frames
+	u.nextFrame += all
 	if !shared {
 		u.regFD = fd
 	}
@@ -363,26 +376,25 @@ func (s *Socket) Recycle(descs []Desc) {
 	}
 	s.fill.Submit(n)
 	for _, d := range descs[n:] {
-		s.free = append(s.free, d.Addr&s.frameMask)
+		s.rxFree = append(s.rxFree, d.Addr&s.frameMask)
 	}
 }
 
-// Refill moves free frames onto the fill ring, keeping back those TX may
-// need, and returns how many it moved.
+// Refill moves idle receive frames onto the fill ring and returns how many
+// it moved.
 func (s *Socket) Refill() int {
-	avail := len(s.free) - int(s.cfg.TxSize/2)
-	if avail <= 0 {
+	if len(s.rxFree) == 0 {
 		if s.fill.Free(s.cfg.FillSize) == s.cfg.FillSize {
 			s.c.fillEmpty.Add(1)
 		}
 		return 0
 	}
-	idx, n := s.fill.Reserve(uint32(avail))
+	idx, n := s.fill.Reserve(uint32(len(s.rxFree)))
 	for i := uint32(0); i < n; i++ {
-		*s.fill.At(idx + i) = s.free[len(s.free)-1-int(i)]
+		*s.fill.At(idx + i) = s.rxFree[len(s.rxFree)-1-int(i)]
 	}
 	s.fill.Submit(n)
-	s.free = s.free[:len(s.free)-int(n)]
+	s.rxFree = s.rxFree[:len(s.rxFree)-int(n)]
 	return int(n)
 }
 
@@ -390,21 +402,31 @@ func (s *Socket) Refill() int {
 // or false if none is free (call Complete to reap sent frames). Write the
 // packet into UMEM.Frame(addr) and pass it to Transmit.
 func (s *Socket) Alloc() (uint64, bool) {
-	if len(s.free) == 0 {
+	if len(s.txFree) == 0 {
 		return 0, false
 	}
-	a := s.free[len(s.free)-1]
-	s.free = s.free[:len(s.free)-1]
+	a := s.txFree[len(s.txFree)-1]
+	s.txFree = s.txFree[:len(s.txFree)-1]
 	return a, true
 }
 
-// Free returns frames taken with Alloc that will not be transmitted.
-func (s *Socket) Free(addr uint64) { s.free = append(s.free, addr&s.frameMask) }
+// Free returns a frame taken with Alloc that will not be transmitted.
+func (s *Socket) Free(addr uint64) { s.txFree = append(s.txFree, addr&s.frameMask) }
 
-// Transmit queues packets on the TX ring, kicks the kernel, and returns how
-// many were queued; the rest (TX ring full) still belong to the caller.
-// Queued frames come back to the free list through Complete.
+// Transmit is Enqueue followed by Kick.
 func (s *Socket) Transmit(descs []Desc) (int, error) {
+	n := s.Enqueue(descs)
+	if n == 0 {
+		return 0, nil
+	}
+	return n, s.Kick()
+}
+
+// Enqueue puts packets on the TX ring without waking the kernel and
+// returns how many it queued; the rest (TX ring full) still belong to the
+// caller. Queued frames come back to the TX pool through Complete. Kick
+// may then be called without holding whatever serializes Enqueue.
+func (s *Socket) Enqueue(descs []Desc) int {
 	idx, n := s.tx.Reserve(uint32(len(descs)))
 	var bytes uint64
 	for i := uint32(0); i < n; i++ {
@@ -418,10 +440,7 @@ func (s *Socket) Transmit(descs []Desc) (int, error) {
 	s.txOutstanding += n
 	s.c.txPackets.Add(uint64(n))
 	s.c.txBytes.Add(bytes)
-	if n == 0 {
-		return 0, nil
-	}
-	return int(n), s.Kick()
+	return int(n)
 }
 
 // NeedsKick reports whether the kernel must be woken to process the TX
@@ -431,7 +450,7 @@ func (s *Socket) NeedsKick() bool {
 }
 
 // Kick wakes the kernel to send what the TX ring holds, if it needs
-// waking. Transient conditions (EAGAIN, EBUSY, ENOBUFS) are not errors:
+// waking. It is safe to call concurrently with the other methods. Transient conditions (EAGAIN, EBUSY, ENOBUFS) are not errors:
 // the frames stay queued for the next kick.
 func (s *Socket) Kick() error {
 	if !s.NeedsKick() {
@@ -457,13 +476,34 @@ func (s *Socket) Kick() error {
 	return nil
 }
 
-// Complete reaps the completion ring, returning sent frames to the free
-// list, and returns how many it reaped.
+// Complete reaps the completion ring, returning sent frames to the TX
+// pool, and returns how many it reaped.
 func (s *Socket) Complete() int {
 	idx, n := s.comp.Peek(s.cfg.CompletionSize)
 	for i := uint32(0); i < n; i++ {
-		s.free = append(s.free, *s.comp.At(idx + i)&s.frameMask)
+		s.txFree = append(s.txFree, *s.comp.At(idx + i)&s.frameMask)
 	}
+	s.comp.Release(n)
+	s.txOutstanding -= n
+	return int(n)
+}
+
+// CompleteToFill reaps the completion ring straight into the fill ring
+// (the rest into the RX pool) and returns how many it reaped. It is for
+// forwarders that transmit received frames in place and drive both sides
+// from one goroutine: the frames go back to receiving.
+func (s *Socket) CompleteToFill() int {
+	idx, n := s.comp.Peek(s.cfg.CompletionSize)
+	fi, m := s.fill.Reserve(n)
+	for i := uint32(0); i < n; i++ {
+		a := *s.comp.At(idx + i) & s.frameMask
+		if i < m {
+			*s.fill.At(fi + i) = a
+		} else {
+			s.rxFree = append(s.rxFree, a)
+		}
+	}
+	s.fill.Submit(m)
 	s.comp.Release(n)
 	s.txOutstanding -= n
 	return int(n)
@@ -472,8 +512,8 @@ func (s *Socket) Complete() int {
 // TxOutstanding returns how many transmitted frames have not completed.
 func (s *Socket) TxOutstanding() int { return int(s.txOutstanding) }
 
-// FreeFrames returns how many of the socket's frames are idle.
-func (s *Socket) FreeFrames() int { return len(s.free) }
+// FreeTxFrames returns how many transmit frames are idle.
+func (s *Socket) FreeTxFrames() int { return len(s.txFree) }
 
 // WakeupRx wakes the kernel to process the fill ring if it asked for it
 // (zero-copy drivers do when the fill ring ran dry).

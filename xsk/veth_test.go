@@ -113,7 +113,7 @@ func (rf *reflector) run(stop <-chan struct{}, done *sync.WaitGroup) {
 			return
 		default:
 		}
-		rf.s.Complete()
+		rf.s.CompleteToFill()
 		n := rf.s.Receive(descs)
 		if n == 0 {
 			rf.s.Refill()
@@ -392,7 +392,7 @@ func TestPrivilegedZeroCopyRequiredOnVeth(t *testing.T) {
 			return err
 		}
 		defer u.Close()
-		s, err := xsk.Open(u, xsk.Config{Interface: p.Ustack.Link, Mode: xsk.BindZeroCopy, FillSize: 32, TxSize: 32, Frames: 64})
+		s, err := xsk.Open(u, xsk.Config{Interface: p.Ustack.Link, Mode: xsk.BindZeroCopy, FillSize: 32, TxSize: 32})
 		if err == nil {
 			s.Close()
 		}

@@ -52,8 +52,8 @@ func TestOpenValidates(t *testing.T) {
 		{Interface: "lo", RxSize: 100},
 		{Interface: "lo", FillSize: 48},
 		{Interface: "lo", Queue: -1},
-		{Interface: "lo", Frames: 1000},            // more than the umem has
-		{Interface: "lo", FillSize: 64, Frames: 8}, // cannot feed the fill ring
+		{Interface: "lo", RxFrames: 1000},            // more than the umem has
+		{Interface: "lo", FillSize: 64, RxFrames: 8}, // cannot feed the fill ring
 	} {
 		if s, err := xsk.Open(u, c); !errors.Is(err, xsk.ErrConfig) {
 			if s != nil {
@@ -62,10 +62,10 @@ func TestOpenValidates(t *testing.T) {
 			t.Errorf("Open(%+v) = %v, want ErrConfig", c, err)
 		}
 	}
-	if _, err := xsk.Open(u, xsk.Config{Interface: "no-such-if0", Frames: 32, FillSize: 32, TxSize: 32}); !errors.Is(err, xsk.ErrNoInterface) {
+	if _, err := xsk.Open(u, xsk.Config{Interface: "no-such-if0", FillSize: 32, TxSize: 32}); !errors.Is(err, xsk.ErrNoInterface) {
 		t.Errorf("unknown interface: %v", err)
 	}
-	if _, err := xsk.Open(u, xsk.Config{Interface: "lo", Queue: 5, Frames: 32, FillSize: 32, TxSize: 32}); !errors.Is(err, xsk.ErrConfig) {
+	if _, err := xsk.Open(u, xsk.Config{Interface: "lo", Queue: 5, FillSize: 32, TxSize: 32}); !errors.Is(err, xsk.ErrConfig) {
 		t.Errorf("queue out of range: %v", err)
 	}
 }
