@@ -1,0 +1,168 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"net/netip"
+	"time"
+)
+
+// ErrConfig reports an invalid Config.
+var ErrConfig = errors.New("invalid stack configuration")
+
+// ErrClosed is returned by operations on a closed Stack.
+var ErrClosed = errors.New("stack closed")
+
+// PollPolicy is how a queue's worker waits for packets.
+type PollPolicy int
+
+const (
+	// Adaptive busy-polls the RX ring while traffic flows and for
+	// SpinBudget after the last packet, then blocks in poll(2). The
+	// default: low latency under load, no CPU burned when idle.
+	Adaptive PollPolicy = iota
+	// Spin busy-polls the RX ring always: the lowest latency, one core
+	// per queue at 100%.
+	Spin
+	// Blocking waits in poll(2) whenever the RX ring is empty: the least
+	// CPU, tens of microseconds of wakeup latency per packet in a VM.
+	Blocking
+)
+
+func (p PollPolicy) String() string {
+	switch p {
+	case Adaptive:
+		return "adaptive"
+	case Spin:
+		return "spin"
+	case Blocking:
+		return "blocking"
+	}
+	return fmt.Sprintf("PollPolicy(%d)", int(p))
+}
+
+// ParsePollPolicy parses "spin", "adaptive" or "blocking".
+func ParsePollPolicy(s string) (PollPolicy, error) {
+	for _, p := range []PollPolicy{Adaptive, Spin, Blocking} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: poll policy %q (want spin, adaptive or blocking)", ErrConfig, s)
+}
+
+// Config configures a Stack.
+type Config struct {
+	// Interface is the name of the interface to attach to, in the calling
+	// thread's network namespace. Its MAC address and MTU are used.
+	Interface string
+	// Addrs are the addresses ustack owns, with their on-link prefix
+	// (for example 198.18.0.10/24 and 2001:2::10/64). At least one. They
+	// must not be the kernel's own addresses on the interface.
+	Addrs []netip.Prefix
+	// Gateway4 and Gateway6 are optional default routers.
+	Gateway4, Gateway6 netip.Addr
+	// Queues is how many interface queues to serve, each with an AF_XDP
+	// socket and a worker (default 1; at most the interface's RX queues).
+	Queues int
+	// Pin locks worker i to CPU i mod NumCPU.
+	Pin bool
+	// Poll is the workers' polling policy (default Adaptive).
+	Poll PollPolicy
+	// SpinBudget is how long an Adaptive worker keeps busy-polling after
+	// the last packet before it blocks (default 200µs).
+	SpinBudget time.Duration
+	// RingSize is the size of each AF_XDP ring (default 1024).
+	RingSize uint32
+	// FrameSize is the UMEM frame size, 2048 or 4096 (default 4096).
+	FrameSize uint32
+	// ForceGenericXDP attaches the steering program in generic mode
+	// instead of trying native mode first.
+	ForceGenericXDP bool
+	// TrustRxChecksum skips software verification of received TCP/UDP
+	// checksums. Only safe when the peer computes full checksums and the
+	// link cannot corrupt frames.
+	TrustRxChecksum bool
+	// TCPSendBuffer and TCPReceiveBuffer are the default TCP buffer sizes
+	// in bytes (default 1 MiB each; netstack autotunes the receive side
+	// up to 4 MiB).
+	TCPSendBuffer, TCPReceiveBuffer int
+	// CongestionControl is "cubic" (default) or "reno".
+	CongestionControl string
+	// Logf receives notices such as a fallback to generic XDP (default
+	// log.Printf). It must be safe for concurrent use.
+	Logf func(format string, args ...any)
+}
+
+func (c *Config) fill() {
+	if c.Queues == 0 {
+		c.Queues = 1
+	}
+	if c.SpinBudget == 0 {
+		c.SpinBudget = 200 * time.Microsecond
+	}
+	if c.RingSize == 0 {
+		c.RingSize = 1024
+	}
+	if c.FrameSize == 0 {
+		c.FrameSize = 4096
+	}
+	if c.TCPSendBuffer == 0 {
+		c.TCPSendBuffer = 1 << 20
+	}
+	if c.TCPReceiveBuffer == 0 {
+		c.TCPReceiveBuffer = 1 << 20
+	}
+	if c.CongestionControl == "" {
+		c.CongestionControl = "cubic"
+	}
+	if c.Logf == nil {
+		c.Logf = log.Printf
+	}
+}
+
+func (c *Config) validate() error {
+	if len(c.Addrs) == 0 {
+		return fmt.Errorf("%w: no addresses", ErrConfig)
+	}
+	var v4, v6 int
+	for _, p := range c.Addrs {
+		if !p.IsValid() || p.Addr().Is4In6() || p.Addr().IsUnspecified() || p.Addr().IsMulticast() {
+			return fmt.Errorf("%w: address %v is not a usable unicast prefix", ErrConfig, p)
+		}
+		if p.Addr().Is4() {
+			v4++
+		} else {
+			v6++
+		}
+	}
+	if v4 > 1 || v6 > 1 {
+		return fmt.Errorf("%w: at most one IPv4 and one IPv6 address", ErrConfig)
+	}
+	if c.Gateway4.IsValid() && !c.Gateway4.Is4() || c.Gateway6.IsValid() && !c.Gateway6.Is6() {
+		return fmt.Errorf("%w: gateway family mismatch", ErrConfig)
+	}
+	if c.Queues < 1 || c.Queues > 64 {
+		return fmt.Errorf("%w: queues %d outside [1, 64]", ErrConfig, c.Queues)
+	}
+	if c.Poll < Adaptive || c.Poll > Blocking {
+		return fmt.Errorf("%w: unknown poll policy %v", ErrConfig, c.Poll)
+	}
+	if c.SpinBudget < 0 {
+		return fmt.Errorf("%w: negative spin budget", ErrConfig)
+	}
+	if c.RingSize < 64 || c.RingSize&(c.RingSize-1) != 0 || c.RingSize > 16384 {
+		return fmt.Errorf("%w: ring size %d is not a power of two in [64, 16384]", ErrConfig, c.RingSize)
+	}
+	if c.FrameSize != 2048 && c.FrameSize != 4096 {
+		return fmt.Errorf("%w: frame size %d is not 2048 or 4096", ErrConfig, c.FrameSize)
+	}
+	if c.TCPSendBuffer < 4096 || c.TCPReceiveBuffer < 4096 {
+		return fmt.Errorf("%w: tcp buffers under 4096 bytes", ErrConfig)
+	}
+	if c.CongestionControl != "cubic" && c.CongestionControl != "reno" {
+		return fmt.Errorf("%w: congestion control %q (want cubic or reno)", ErrConfig, c.CongestionControl)
+	}
+	return nil
+}

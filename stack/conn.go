@@ -1,0 +1,93 @@
+package stack
+
+import (
+	"errors"
+	"net"
+	"sync"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/waiter"
+)
+
+// listener is a gonet listener whose accepted connections hold the
+// listening port in the owned table until they have closed.
+type listener struct {
+	*gonet.TCPListener
+	s    *Stack
+	ep   tcpip.Endpoint
+	wq   *waiter.Queue
+	key  portKey
+	once sync.Once
+}
+
+// Accept implements net.Listener. It accepts directly from the endpoint
+// (as gonet does) so that the connection's endpoint is known.
+func (l *listener) Accept() (net.Conn, error) {
+	n, wq, err := l.ep.Accept(nil)
+	if _, ok := err.(*tcpip.ErrWouldBlock); ok {
+		entry, notify := waiter.NewChannelEntry(waiter.ReadableEvents)
+		l.wq.EventRegister(&entry)
+		defer l.wq.EventUnregister(&entry)
+		for {
+			n, wq, err = l.ep.Accept(nil)
+			if _, ok := err.(*tcpip.ErrWouldBlock); !ok {
+				break
+			}
+			<-notify
+		}
+	}
+	if err != nil {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: goError(err)}
+	}
+	if aerr := l.s.ports.acquire(l.key); aerr != nil {
+		n.Close()
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: aerr}
+	}
+	return newTCPConn(l.s, wq, n, l.key), nil
+}
+
+// Close implements net.Listener. Connections already accepted stay open.
+func (l *listener) Close() error {
+	err := l.TCPListener.Close()
+	l.once.Do(func() { l.s.ports.release(l.key) })
+	return err
+}
+
+// tcpConn is a gonet connection that gives its port back once the
+// connection has finished closing.
+type tcpConn struct {
+	*gonet.TCPConn
+	s    *Stack
+	ep   tcpip.Endpoint
+	key  portKey
+	once sync.Once
+}
+
+func newTCPConn(s *Stack, wq *waiter.Queue, ep tcpip.Endpoint, key portKey) *tcpConn {
+	return &tcpConn{TCPConn: gonet.NewTCPConn(wq, ep), s: s, ep: ep, key: key}
+}
+
+// Close implements net.Conn.
+func (c *tcpConn) Close() error {
+	err := c.TCPConn.Close()
+	c.once.Do(func() { c.s.ports.releaseAfterClose(c.ep, c.key) })
+	return err
+}
+
+// udpConn is a gonet UDP socket that gives its port back on Close.
+type udpConn struct {
+	*gonet.UDPConn
+	s    *Stack
+	key  portKey
+	once sync.Once
+}
+
+// Close implements net.Conn.
+func (c *udpConn) Close() error {
+	err := c.UDPConn.Close()
+	c.once.Do(func() { c.s.ports.release(c.key) })
+	return err
+}
+
+var errPortTableClosed = errors.New("stack closing")

@@ -1,0 +1,335 @@
+package stack
+
+import (
+	"encoding/binary"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ustack-dev/ustack/xsk"
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// batchSize is how many frames a worker takes off the RX ring at once and
+// how many packets a TX batch holds.
+const batchSize = 64
+
+const ethHeaderLen = header.EthernetMinimumSize
+
+var _ gstack.LinkEndpoint = (*endpoint)(nil)
+
+// queue is one interface queue: its port, the worker state (RX side,
+// owned by the worker goroutine) and the TX state (guarded by txMu).
+type queue struct {
+	p port
+
+	rxDescs [batchSize]xsk.Desc // worker only
+
+	txMu    sync.Mutex
+	txDescs [batchSize]xsk.Desc // under txMu
+	txPkt   [batchSize]int      // under txMu: index in the batch of txDescs[i]'s packet
+
+	rxPackets, txPackets, txNoFrame, txOversize, rxRunt atomic.Uint64
+}
+
+// endpoint is the netstack link endpoint over a set of queues.
+type endpoint struct {
+	queues []*queue
+	mtu    uint32
+	mac    tcpip.LinkAddress
+	caps   gstack.LinkEndpointCapabilities
+
+	poll       PollPolicy
+	spinBudget time.Duration
+	pin        bool
+
+	mu         sync.RWMutex
+	dispatcher gstack.NetworkDispatcher // guarded by mu; read once per batch
+	onClose    func()
+
+	stop atomic.Bool
+	wg   sync.WaitGroup
+}
+
+func newEndpoint(ports []port, mtu uint32, mac tcpip.LinkAddress, cfg *Config) *endpoint {
+	e := &endpoint{mtu: mtu, mac: mac, poll: cfg.Poll, spinBudget: cfg.SpinBudget, pin: cfg.Pin}
+	e.caps = gstack.CapabilityResolutionRequired
+	if cfg.TrustRxChecksum {
+		e.caps |= gstack.CapabilityRXChecksumOffload
+	}
+	for _, p := range ports {
+		e.queues = append(e.queues, &queue{p: p})
+	}
+	return e
+}
+
+// MTU implements gstack.LinkEndpoint.
+func (e *endpoint) MTU() uint32 { return e.mtu }
+
+// SetMTU implements gstack.LinkEndpoint. The MTU is the interface's.
+func (e *endpoint) SetMTU(uint32) {}
+
+// MaxHeaderLength implements gstack.LinkEndpoint.
+func (e *endpoint) MaxHeaderLength() uint16 { return ethHeaderLen }
+
+// LinkAddress implements gstack.LinkEndpoint.
+func (e *endpoint) LinkAddress() tcpip.LinkAddress { return e.mac }
+
+// SetLinkAddress implements gstack.LinkEndpoint. The MAC is the
+// interface's.
+func (e *endpoint) SetLinkAddress(tcpip.LinkAddress) {}
+
+// Capabilities implements gstack.LinkEndpoint.
+func (e *endpoint) Capabilities() gstack.LinkEndpointCapabilities { return e.caps }
+
+// ARPHardwareType implements gstack.LinkEndpoint.
+func (e *endpoint) ARPHardwareType() header.ARPHardwareType { return header.ARPHardwareEther }
+
+// AddHeader implements gstack.LinkEndpoint.
+func (e *endpoint) AddHeader(pkt *gstack.PacketBuffer) {
+	eth := header.Ethernet(pkt.LinkHeader().Push(ethHeaderLen))
+	eth.Encode(&header.EthernetFields{
+		SrcAddr: pkt.EgressRoute.LocalLinkAddress,
+		DstAddr: pkt.EgressRoute.RemoteLinkAddress,
+		Type:    pkt.NetworkProtocolNumber,
+	})
+}
+
+// ParseHeader implements gstack.LinkEndpoint.
+func (e *endpoint) ParseHeader(pkt *gstack.PacketBuffer) bool {
+	_, ok := pkt.LinkHeader().Consume(ethHeaderLen)
+	return ok
+}
+
+// Attach implements gstack.LinkEndpoint: a dispatcher starts the workers,
+// nil stops them.
+func (e *endpoint) Attach(d gstack.NetworkDispatcher) {
+	e.mu.Lock()
+	prev := e.dispatcher
+	e.dispatcher = d
+	e.mu.Unlock()
+	switch {
+	case d != nil && prev == nil:
+		e.stop.Store(false)
+		for i, q := range e.queues {
+			e.wg.Add(1)
+			go e.worker(i, q)
+		}
+	case d == nil && prev != nil:
+		// Only signal: netstack calls this holding its own lock, which a
+		// worker in the middle of a delivery may be waiting for. Wait
+		// (or stopWorkers) collects the workers afterwards.
+		e.signalStop()
+	}
+}
+
+func (e *endpoint) signalStop() {
+	e.stop.Store(true)
+	for _, q := range e.queues {
+		q.p.Interrupt()
+	}
+}
+
+// stopWorkers stops the workers and waits for them. It must not be called
+// with netstack's locks held.
+func (e *endpoint) stopWorkers() {
+	e.signalStop()
+	e.wg.Wait()
+}
+
+// IsAttached implements gstack.LinkEndpoint.
+func (e *endpoint) IsAttached() bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.dispatcher != nil
+}
+
+// Wait implements gstack.LinkEndpoint.
+func (e *endpoint) Wait() { e.wg.Wait() }
+
+// Close implements gstack.LinkEndpoint.
+func (e *endpoint) Close() {
+	e.signalStop()
+	e.mu.Lock()
+	f := e.onClose
+	e.onClose = nil
+	e.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// SetOnCloseAction implements gstack.LinkEndpoint.
+func (e *endpoint) SetOnCloseAction(f func()) {
+	e.mu.Lock()
+	e.onClose = f
+	e.mu.Unlock()
+}
+
+// WritePackets implements gstack.LinkWriter. It copies each packet into a
+// UMEM frame of the queue the first packet's flow hash selects, and kicks
+// once for the batch. It does not take ownership of pkts.
+func (e *endpoint) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
+	all := pkts.AsSlice()
+	if len(all) == 0 {
+		return 0, nil
+	}
+	q := e.queues[0]
+	if len(e.queues) > 1 {
+		q = e.queues[all[0].Hash%uint32(len(e.queues))]
+	}
+	sent := 0
+	for sent < len(all) {
+		n := e.writeBatch(q, all[sent:])
+		if n == 0 {
+			break
+		}
+		sent += n
+	}
+	if err := q.p.Kick(); err != nil && sent == 0 {
+		return 0, &tcpip.ErrClosedForSend{}
+	}
+	q.txPackets.Add(uint64(sent))
+	if sent == 0 {
+		q.txNoFrame.Add(1)
+		return 0, &tcpip.ErrNoBufferSpace{}
+	}
+	return sent, nil
+}
+
+// writeBatch copies up to batchSize packets into frames, enqueues them,
+// and returns how many of pkts it consumed (queued, or dropped as
+// oversize); 0 when no frame or TX slot was free.
+func (e *endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer) int {
+	q.txMu.Lock()
+	defer q.txMu.Unlock()
+	descs := q.txDescs[:0]
+	consumed := 0
+	for _, pkt := range pkts {
+		if len(descs) == batchSize {
+			break
+		}
+		addr, ok := q.p.Alloc()
+		if !ok {
+			// Reap what the kernel has sent and try once more.
+			if q.p.Complete() == 0 {
+				break
+			}
+			if addr, ok = q.p.Alloc(); !ok {
+				break
+			}
+		}
+		q.txPkt[len(descs)] = consumed
+		consumed++
+		frame := q.p.Frame(addr)
+		if pkt.Size() > len(frame) {
+			// Netstack segments to the MTU, so this cannot happen
+			// short of a bug; drop rather than truncate.
+			q.p.Free(addr)
+			q.txOversize.Add(1)
+			continue
+		}
+		descs = append(descs, xsk.Desc{Addr: addr, Len: uint32(copyPacket(frame, pkt))})
+	}
+	n := q.p.Enqueue(descs)
+	for _, d := range descs[n:] {
+		q.p.Free(d.Addr)
+	}
+	if n < len(descs) {
+		// TX ring full: the packets from descs[n] on were not sent.
+		return q.txPkt[n]
+	}
+	return consumed
+}
+
+// copyPacket copies pkt's bytes into frame and returns how many.
+func copyPacket(frame []byte, pkt *gstack.PacketBuffer) int {
+	views, off := pkt.AsViewList()
+	w := 0
+	for v := views.Front(); v != nil; v = v.Next() {
+		b := v.AsSlice()
+		if off >= len(b) {
+			off -= len(b)
+			continue
+		}
+		w += copy(frame[w:], b[off:])
+		off = 0
+	}
+	return w
+}
+
+func (e *endpoint) loadDispatcher() gstack.NetworkDispatcher {
+	e.mu.RLock()
+	d := e.dispatcher
+	e.mu.RUnlock()
+	return d
+}
+
+// worker runs one queue's RX loop until the endpoint stops.
+func (e *endpoint) worker(i int, q *queue) {
+	defer e.wg.Done()
+	if e.pin {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		pinToCPU(i % runtime.NumCPU())
+	}
+	var idleSince time.Time
+	idle := 0
+	for !e.stop.Load() {
+		n := q.p.Receive(q.rxDescs[:])
+		if n > 0 {
+			e.deliver(q, q.rxDescs[:n])
+			q.p.Recycle(q.rxDescs[:n])
+			idle = 0
+			continue
+		}
+		if idle == 0 {
+			q.p.Refill()
+		}
+		idle++
+		switch e.poll {
+		case Spin:
+			runtime.Gosched()
+		case Adaptive:
+			if idle == 1 {
+				idleSince = time.Now()
+			}
+			if idle%64 == 0 && time.Since(idleSince) > e.spinBudget {
+				q.p.Wait(100 * time.Millisecond)
+				idle = 0
+			} else {
+				runtime.Gosched()
+			}
+		case Blocking:
+			q.p.Wait(100 * time.Millisecond)
+		}
+	}
+}
+
+// deliver hands a batch of received frames to netstack, copying each once
+// into a pooled netstack buffer.
+func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
+	d := e.loadDispatcher()
+	if d == nil {
+		return
+	}
+	for i := range descs {
+		data := q.p.Data(descs[i])
+		if len(data) < ethHeaderLen {
+			q.rxRunt.Add(1)
+			continue
+		}
+		proto := tcpip.NetworkProtocolNumber(binary.BigEndian.Uint16(data[12:14]))
+		pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{
+			Payload: buffer.MakeWithData(data),
+		})
+		pkt.LinkHeader().Consume(ethHeaderLen)
+		d.DeliverNetworkPacket(proto, pkt)
+		pkt.DecRef()
+	}
+	q.rxPackets.Add(uint64(len(descs)))
+}

@@ -1,0 +1,49 @@
+package stack
+
+import (
+	"errors"
+	"syscall"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+)
+
+// goError converts a netstack error into a Go error. It is the one place
+// where that happens: errors that have an errno equivalent become that
+// errno, so errors.Is(err, syscall.ECONNREFUSED) and friends work as with
+// the kernel's sockets.
+func goError(e tcpip.Error) error {
+	if e == nil {
+		return nil
+	}
+	switch e.(type) {
+	case *tcpip.ErrPortInUse, *tcpip.ErrDuplicateAddress, *tcpip.ErrNoPortAvailable:
+		return syscall.EADDRINUSE
+	case *tcpip.ErrBadLocalAddress:
+		return syscall.EADDRNOTAVAIL
+	case *tcpip.ErrConnectionRefused:
+		return syscall.ECONNREFUSED
+	case *tcpip.ErrConnectionReset:
+		return syscall.ECONNRESET
+	case *tcpip.ErrConnectionAborted:
+		return syscall.ECONNABORTED
+	case *tcpip.ErrTimeout:
+		return syscall.ETIMEDOUT
+	case *tcpip.ErrNetworkUnreachable, *tcpip.ErrNoNet:
+		return syscall.ENETUNREACH
+	case *tcpip.ErrHostUnreachable, *tcpip.ErrHostDown:
+		return syscall.EHOSTUNREACH
+	case *tcpip.ErrInvalidEndpointState, *tcpip.ErrNotConnected:
+		return syscall.ENOTCONN
+	case *tcpip.ErrAlreadyConnected:
+		return syscall.EISCONN
+	case *tcpip.ErrNoBufferSpace:
+		return syscall.ENOBUFS
+	case *tcpip.ErrAddressFamilyNotSupported:
+		return syscall.EAFNOSUPPORT
+	case *tcpip.ErrBadAddress:
+		return syscall.EFAULT
+	case *tcpip.ErrMessageTooLong:
+		return syscall.EMSGSIZE
+	}
+	return errors.New(e.String())
+}

@@ -1,0 +1,340 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ustack-dev/ustack/vethtest"
+	"github.com/ustack-dev/ustack/xsk"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(vethtest.Main(m, func() error {
+		if n := xsk.OpenSockets(); n != 0 {
+			return fmt.Errorf("%d AF_XDP sockets left open", n)
+		}
+		return nil
+	}))
+}
+
+var (
+	memA4 = netip.MustParsePrefix("198.18.1.1/24")
+	memB4 = netip.MustParsePrefix("198.18.1.2/24")
+	memA6 = netip.MustParsePrefix("2001:2:0:1::1/64")
+	memB6 = netip.MustParsePrefix("2001:2:0:1::2/64")
+)
+
+// fakeOwner records the owned-ports table as the XDP program would hold it.
+type fakeOwner struct {
+	mu    sync.Mutex
+	ports map[portKey]bool
+}
+
+func (f *fakeOwner) OwnPort(a netip.Addr, proto uint8, port uint16) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := portKey{a, proto, port}
+	if f.ports[k] {
+		return fmt.Errorf("port %v owned twice", k)
+	}
+	f.ports[k] = true
+	return nil
+}
+
+func (f *fakeOwner) DisownPort(a netip.Addr, proto uint8, port uint16) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.ports, portKey{a, proto, port})
+	return nil
+}
+
+func (f *fakeOwner) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.ports)
+}
+
+type memPair struct {
+	a, b       *Stack
+	pa, pb     *memPort
+	ownA, ownB *fakeOwner
+}
+
+func newMemPair(t testing.TB, poll PollPolicy) *memPair {
+	t.Helper()
+	pa, pb, err := newMemWire(1024, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp := &memPair{pa: pa, pb: pb, ownA: &fakeOwner{ports: map[portKey]bool{}}, ownB: &fakeOwner{ports: map[portKey]bool{}}}
+	mk := func(p *memPort, addrs []netip.Prefix, mac net.HardwareAddr, own *fakeOwner) *Stack {
+		cfg := Config{Interface: "mem", Addrs: addrs, Poll: poll}
+		cfg.fill()
+		if err := cfg.validate(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := newStack(cfg, []port{p}, 1500, mac, own)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	mp.a = mk(pa, []netip.Prefix{memA4, memA6}, net.HardwareAddr{2, 0, 0, 0, 1, 1}, mp.ownA)
+	mp.b = mk(pb, []netip.Prefix{memB4, memB6}, net.HardwareAddr{2, 0, 0, 0, 1, 2}, mp.ownB)
+	return mp
+}
+
+// echo serves ln, copying every connection's input back to it.
+func echo(t testing.TB, ln net.Listener) {
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+}
+
+func TestMemTCPEcho(t *testing.T) {
+	for _, policy := range []PollPolicy{Adaptive, Spin, Blocking} {
+		for _, fam := range []struct {
+			network string
+			addr    netip.Prefix
+		}{{"tcp4", memB4}, {"tcp6", memB6}} {
+			t.Run(policy.String()+"/"+fam.network, func(t *testing.T) {
+				mp := newMemPair(t, policy)
+				ln, err := mp.b.Listen(fam.network, netip.AddrPortFrom(fam.addr.Addr(), 7).String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ln.Close()
+				echo(t, ln)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				c, err := mp.a.DialContext(ctx, fam.network, ln.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 100)
+				for i := 0; i < 50; i++ {
+					msg := []byte(fmt.Sprintf("message %d", i))
+					if _, err := c.Write(msg); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := io.ReadFull(c, buf[:len(msg)]); err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(buf[:len(msg)], msg) {
+						t.Fatalf("echo %q, want %q", buf[:len(msg)], msg)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMemBulkWithLoss moves 8 MiB each way through a wire that drops 1% of
+// frames in both directions and checks SHA-256 on both ends.
+func TestMemBulkWithLoss(t *testing.T) {
+	mp := newMemPair(t, Adaptive)
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(7, 7))
+	drop := func() bool { mu.Lock(); defer mu.Unlock(); return rng.IntN(100) == 0 }
+	mp.pa.drop, mp.pb.drop = drop, drop
+	ln, err := mp.b.Listen("tcp", ":9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	echo(t, ln)
+	c, err := mp.a.Dial("tcp", netip.AddrPortFrom(memB4.Addr(), 9).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	const size = 8 << 20
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	want := sha256.Sum256(data)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Write(data)
+		errc <- err
+	}()
+	h := sha256.New()
+	if _, err := io.CopyN(h, c, size); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Sum(nil); !bytes.Equal(got, want[:]) {
+		t.Fatalf("sha256 mismatch")
+	}
+	if r := mp.a.Stats().TCPRetransmits + mp.b.Stats().TCPRetransmits; r == 0 {
+		t.Error("1% loss caused no retransmissions: the fault injector did nothing")
+	}
+}
+
+func TestMemUDP(t *testing.T) {
+	mp := newMemPair(t, Adaptive)
+	pc, err := mp.b.ListenPacket("udp6", "[2001:2:0:1::2]:53")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteTo(buf[:n], from)
+		}
+	}()
+	c, err := mp.a.Dial("udp", "[2001:2:0:1::2]:53")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 2048)
+	for i := 0; i < 20; i++ {
+		msg := bytes.Repeat([]byte{byte(i)}, 1+i*50)
+		c.Write(msg)
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf[:n], msg) {
+			t.Fatalf("datagram %d mangled", i)
+		}
+	}
+}
+
+// TestMemPortsFollowSockets: listening, dialing and accepting add entries
+// to the owned-ports table; closing removes them once the connection has
+// finished closing.
+func TestMemPortsFollowSockets(t *testing.T) {
+	mp := newMemPair(t, Adaptive)
+	ln, err := mp.b.Listen("tcp4", ":8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo(t, ln)
+	if !mp.ownB.ports[portKey{memB4.Addr(), protoTCP, 8080}] {
+		t.Fatalf("listening port not owned: %v", mp.ownB.ports)
+	}
+	c, err := mp.a.Dial("tcp4", "198.18.1.2:8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := c.LocalAddr().(*net.TCPAddr).AddrPort()
+	if !mp.ownA.ports[portKey{memA4.Addr(), protoTCP, local.Port()}] {
+		t.Fatalf("dialing port %d not owned: %v", local.Port(), mp.ownA.ports)
+	}
+	c.Write([]byte("x"))
+	c.Read(make([]byte, 1))
+	ln.Close()
+	// The accepted connection still holds the listening port.
+	if mp.ownB.count() != 1 {
+		t.Fatalf("after listener close, B owns %v, want the accepted connection's port", mp.ownB.ports)
+	}
+	c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for (mp.ownA.count() > 0 || mp.ownB.count() > 0) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if mp.ownA.count() != 0 || mp.ownB.count() != 0 {
+		t.Fatalf("ports still owned after close: A %v, B %v", mp.ownA.ports, mp.ownB.ports)
+	}
+}
+
+func TestMemBadInput(t *testing.T) {
+	mp := newMemPair(t, Adaptive)
+	for _, c := range []struct{ network, addr string }{
+		{"tcp", "example.com:80"},
+		{"tcp", "198.18.1.2"},
+		{"tcp", "198.18.1.2:99999"},
+		{"sctp", "198.18.1.2:80"},
+		{"tcp", "198.18.1.2:0"},
+	} {
+		if conn, err := mp.a.Dial(c.network, c.addr); err == nil {
+			conn.Close()
+			t.Errorf("Dial(%q, %q) succeeded", c.network, c.addr)
+		}
+	}
+	if _, err := mp.a.Listen("tcp", "198.18.9.9:80"); err == nil {
+		t.Error("listen on a foreign address succeeded")
+	}
+	if _, err := mp.a.Listen("udp", ":80"); err == nil {
+		t.Error("Listen with udp succeeded")
+	}
+	if _, err := mp.a.ListenPacket("tcp", ":80"); err == nil {
+		t.Error("ListenPacket with tcp succeeded")
+	}
+	ln, err := mp.b.Listen("tcp", ":81")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if _, err := mp.b.Listen("tcp", ":81"); !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("second listen on :81: %v, want EADDRINUSE", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := mp.a.DialContext(ctx, "tcp", "198.18.1.2:82"); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("dial closed port: %v, want ECONNREFUSED", err)
+	}
+	mp.a.Close()
+	if _, err := mp.a.Dial("tcp", "198.18.1.2:81"); !errors.Is(err, ErrClosed) {
+		t.Errorf("dial on closed stack: %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := netip.MustParsePrefix("198.18.0.10/24")
+	for _, c := range []Config{
+		{},
+		{Addrs: []netip.Prefix{good, good}},
+		{Addrs: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")}},
+		{Addrs: []netip.Prefix{good}, Queues: 100},
+		{Addrs: []netip.Prefix{good}, RingSize: 1000},
+		{Addrs: []netip.Prefix{good}, FrameSize: 3000},
+		{Addrs: []netip.Prefix{good}, CongestionControl: "bbr"},
+		{Addrs: []netip.Prefix{good}, Poll: PollPolicy(9)},
+		{Addrs: []netip.Prefix{good}, Gateway4: netip.MustParseAddr("2001:2::1")},
+	} {
+		c.fill()
+		if err := c.validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: %v, want ErrConfig", c, err)
+		}
+	}
+	if _, err := ParsePollPolicy("busy"); err == nil {
+		t.Error("ParsePollPolicy accepted busy")
+	}
+}

@@ -1,0 +1,153 @@
+package stack
+
+import (
+	"time"
+
+	"github.com/ustack-dev/ustack/ring"
+	"github.com/ustack-dev/ustack/xsk"
+)
+
+// memPort is one end of an in-memory wire: a port whose frames live in a
+// shared arena and travel through ring views, with no kernel involved.
+// Each end transmits from frames of its own; the receiver hands them back
+// through a return ring.
+type memPort struct {
+	arena     []byte
+	frameSize uint64
+
+	out    *ring.Producer[xsk.Desc] // frames to the peer (TX side)
+	retIn  *ring.Consumer[uint64]   // our frames coming back (TX side)
+	free   []uint64                 // our idle frames (TX side)
+	in     *ring.Consumer[xsk.Desc] // frames from the peer (RX side)
+	retOut *ring.Producer[uint64]   // the peer's frames going back (RX side)
+
+	wake      chan struct{} // signalled when frames arrive for us
+	peerWake  chan struct{}
+	interrupt chan struct{}
+	timer     *time.Timer
+
+	// drop, when set, is asked for every frame enqueued and discards it
+	// when it returns true (fault injection in tests). TX side only.
+	drop func() bool
+}
+
+// newMemWire returns the two ends of a wire with frames frames of
+// frameSize bytes per direction. frames must be a power of two.
+func newMemWire(frames int, frameSize int) (*memPort, *memPort, error) {
+	arena := make([]byte, 2*frames*frameSize)
+	a := &memPort{arena: arena, frameSize: uint64(frameSize), wake: make(chan struct{}, 1), interrupt: make(chan struct{}, 1)}
+	b := &memPort{arena: arena, frameSize: uint64(frameSize), wake: make(chan struct{}, 1), interrupt: make(chan struct{}, 1)}
+	a.peerWake, b.peerWake = b.wake, a.wake
+	var err error
+	for _, dir := range []struct{ tx, rx *memPort }{{a, b}, {b, a}} {
+		if dir.tx.out, dir.rx.in, err = ring.New[xsk.Desc](uint32(frames)); err != nil {
+			return nil, nil, err
+		}
+		if dir.rx.retOut, dir.tx.retIn, err = ring.New[uint64](uint32(frames)); err != nil {
+			return nil, nil, err
+		}
+	}
+	for i := 0; i < frames; i++ {
+		a.free = append(a.free, uint64(i)*uint64(frameSize))
+		b.free = append(b.free, uint64(frames+i)*uint64(frameSize))
+	}
+	a.timer, b.timer = time.NewTimer(time.Hour), time.NewTimer(time.Hour)
+	a.timer.Stop()
+	b.timer.Stop()
+	return a, b, nil
+}
+
+func (m *memPort) Receive(descs []xsk.Desc) int {
+	idx, n := m.in.Peek(uint32(len(descs)))
+	for i := uint32(0); i < n; i++ {
+		descs[i] = *m.in.At(idx + i)
+	}
+	m.in.Release(n)
+	return int(n)
+}
+
+func (m *memPort) Recycle(descs []xsk.Desc) {
+	// The return ring is as large as the peer's frame count, so it
+	// always has room.
+	idx, n := m.retOut.Reserve(uint32(len(descs)))
+	for i := uint32(0); i < n; i++ {
+		*m.retOut.At(idx + i) = descs[i].Addr
+	}
+	m.retOut.Submit(n)
+}
+
+func (m *memPort) Refill() int { return 0 }
+
+func (m *memPort) Data(d xsk.Desc) []byte {
+	return m.arena[d.Addr : d.Addr+uint64(d.Len) : d.Addr+uint64(d.Len)]
+}
+
+func (m *memPort) Alloc() (uint64, bool) {
+	if len(m.free) == 0 {
+		idx, n := m.retIn.Peek(m.retIn.Size())
+		for i := uint32(0); i < n; i++ {
+			m.free = append(m.free, *m.retIn.At(idx + i))
+		}
+		m.retIn.Release(n)
+		if len(m.free) == 0 {
+			return 0, false
+		}
+	}
+	a := m.free[len(m.free)-1]
+	m.free = m.free[:len(m.free)-1]
+	return a, true
+}
+
+func (m *memPort) Free(addr uint64) { m.free = append(m.free, addr) }
+
+func (m *memPort) Frame(addr uint64) []byte {
+	return m.arena[addr : addr+m.frameSize : addr+m.frameSize]
+}
+
+func (m *memPort) Enqueue(descs []xsk.Desc) int {
+	idx, n := m.out.Reserve(uint32(len(descs)))
+	k := uint32(0)
+	for i := uint32(0); i < n; i++ {
+		if m.drop != nil && m.drop() {
+			m.free = append(m.free, descs[i].Addr)
+			continue
+		}
+		*m.out.At(idx + k) = descs[i]
+		k++
+	}
+	m.out.Cancel(n - k)
+	m.out.Submit(k)
+	if k > 0 {
+		select {
+		case m.peerWake <- struct{}{}:
+		default:
+		}
+	}
+	return int(n)
+}
+
+func (m *memPort) Complete() int { return 0 }
+func (m *memPort) Kick() error   { return nil }
+
+func (m *memPort) Wait(timeout time.Duration) error {
+	if m.in.Available() > 0 {
+		return nil
+	}
+	m.timer.Reset(timeout)
+	select {
+	case <-m.wake:
+	case <-m.interrupt:
+	case <-m.timer.C:
+	}
+	m.timer.Stop()
+	return nil
+}
+
+func (m *memPort) Interrupt() {
+	select {
+	case m.interrupt <- struct{}{}:
+	default:
+	}
+}
+
+func (m *memPort) Close() error { return nil }

@@ -1,0 +1,122 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/ustack-dev/ustack/bpf"
+	"github.com/ustack-dev/ustack/xsk"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// ErrPermission reports that the process lacks the privileges ustack
+// needs (root, or CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF and CAP_IPC_LOCK).
+var ErrPermission = errors.New("ustack needs root or CAP_NET_ADMIN+CAP_NET_RAW+CAP_BPF+CAP_IPC_LOCK")
+
+// bpfOwner adapts bpf.Program to portOwner.
+type bpfOwner struct{ p *bpf.Program }
+
+func (o bpfOwner) OwnPort(a netip.Addr, proto uint8, port uint16) error {
+	return o.p.OwnPort(a, bpf.Protocol(proto), port)
+}
+
+func (o bpfOwner) DisownPort(a netip.Addr, proto uint8, port uint16) error {
+	return o.p.DisownPort(a, bpf.Protocol(proto), port)
+}
+
+// New attaches ustack to cfg.Interface (in the calling thread's network
+// namespace): it loads and attaches the XDP steering program, opens one
+// AF_XDP socket per queue on a shared UMEM, starts the workers and brings
+// up netstack with cfg.Addrs. On failure it undoes everything it did.
+func New(cfg Config) (_ *Stack, err error) {
+	cfg.fill()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Interface == "" {
+		return nil, fmt.Errorf("%w: no interface", ErrConfig)
+	}
+	link, lerr := netlink.LinkByName(cfg.Interface)
+	if lerr != nil {
+		return nil, fmt.Errorf("%w: interface %q: %w", ErrConfig, cfg.Interface, xsk.ErrNoInterface)
+	}
+	attrs := link.Attrs()
+	if nq := attrs.NumRxQueues; nq > 0 && cfg.Queues > nq {
+		return nil, fmt.Errorf("%w: %d queues requested, %s has %d", ErrConfig, cfg.Queues, cfg.Interface, nq)
+	}
+	mtu := uint32(attrs.MTU)
+	if maxMTU := cfg.FrameSize - unix.XDP_PACKET_HEADROOM - ethHeaderLen; mtu > maxMTU {
+		return nil, fmt.Errorf("%w: %s has MTU %d, frames of %d bytes hold at most %d", ErrConfig, cfg.Interface, mtu, cfg.FrameSize, maxMTU)
+	}
+	if len(attrs.HardwareAddr) != 6 {
+		return nil, fmt.Errorf("%w: %s has no Ethernet address", ErrConfig, cfg.Interface)
+	}
+	var undo []func() error
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+	prog, err := bpf.Load()
+	if err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("%w: %w", ErrPermission, err)
+		}
+		return nil, err
+	}
+	undo = append(undo, prog.Close)
+	mode := bpf.AttachAuto
+	if cfg.ForceGenericXDP {
+		mode = bpf.AttachGeneric
+	}
+	got, err := prog.Attach(attrs.Index, mode)
+	if err != nil {
+		return nil, err
+	}
+	if got == bpf.AttachGeneric && !cfg.ForceGenericXDP {
+		cfg.Logf("ustack: %s: native XDP unavailable, using generic mode (slower; on veth the peer keeps TSO on)", cfg.Interface)
+	}
+
+	umem, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: uint32(cfg.Queues) * 4 * cfg.RingSize, FrameSize: cfg.FrameSize})
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, umem.Close)
+	var ports []port
+	for q := 0; q < cfg.Queues; q++ {
+		sock, err := xsk.Open(umem, xsk.Config{
+			Interface: cfg.Interface, Queue: q,
+			RxSize: cfg.RingSize, TxSize: cfg.RingSize, FillSize: cfg.RingSize, CompletionSize: cfg.RingSize,
+			RxFrames: 2 * cfg.RingSize, TxFrames: 2 * cfg.RingSize,
+		})
+		if err != nil {
+			return nil, err
+		}
+		p, err := newXSKPort(sock)
+		if err != nil {
+			sock.Close()
+			return nil, err
+		}
+		undo = append(undo, p.Close)
+		if err := prog.SetSocket(q, sock.FD()); err != nil {
+			return nil, err
+		}
+		ports = append(ports, p)
+	}
+	for _, a := range cfg.Addrs {
+		if err := prog.Own(a.Addr(), bpf.OwnHost); err != nil {
+			return nil, err
+		}
+	}
+	s, err := newStack(cfg, ports, mtu, attrs.HardwareAddr, bpfOwner{prog})
+	if err != nil {
+		return nil, err
+	}
+	s.prog, s.socks, s.attach = prog, ports, got
+	s.teardown = undo
+	return s, nil
+}

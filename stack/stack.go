@@ -1,0 +1,429 @@
+package stack
+
+import (
+	"context"
+
+	"errors"
+	"fmt"
+	"github.com/ustack-dev/ustack/bpf"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/icmp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+	"gvisor.dev/gvisor/pkg/waiter"
+)
+
+const nicID tcpip.NICID = 1
+
+// Protocol numbers the port owner deals in (as in bpf.TCP and bpf.UDP).
+const (
+	protoTCP uint8 = 6
+	protoUDP uint8 = 17
+)
+
+// portOwner is told which (address, protocol, port) ustack sockets use, so
+// the steering program sends their traffic to ustack. bpf.Program is one.
+type portOwner interface {
+	OwnPort(addr netip.Addr, proto uint8, port uint16) error
+	DisownPort(addr netip.Addr, proto uint8, port uint16) error
+}
+
+// Stack is a netstack instance over AF_XDP (or, in tests, a memory wire).
+// Its methods are safe for concurrent use.
+type Stack struct {
+	cfg   Config
+	ns    *gstack.Stack
+	ep    *endpoint
+	ports *portTable
+	addrs []netip.Prefix
+
+	closeMu  sync.Mutex
+	closed   bool
+	teardown []func() error // run in reverse by Close, after netstack's own
+
+	// Set over AF_XDP only.
+	prog   *bpf.Program
+	socks  []port
+	attach bpf.AttachMode
+}
+
+// newStack builds netstack over ports. On error the caller still runs its
+// own cleanups; newStack cleans up what it made.
+func newStack(cfg Config, ports []port, mtu uint32, mac net.HardwareAddr, owner portOwner) (*Stack, error) {
+	ep := newEndpoint(ports, mtu, tcpip.LinkAddress(mac), &cfg)
+	ns := gstack.New(gstack.Options{
+		NetworkProtocols: []gstack.NetworkProtocolFactory{
+			ipv4.NewProtocol,
+			ipv6.NewProtocolWithOptions(ipv6.Options{
+				// Our address is ours by configuration; the XDP
+				// program already decides who owns it.
+				DADConfigs: gstack.DADConfigurations{DupAddrDetectTransmits: 0},
+			}),
+			arp.NewProtocol,
+		},
+		TransportProtocols: []gstack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4, icmp.NewProtocol6},
+	})
+	s := &Stack{cfg: cfg, ns: ns, ep: ep, addrs: cfg.Addrs}
+	s.ports = newPortTable(owner)
+	fail := func(err error) (*Stack, error) {
+		ns.Close()
+		ns.Wait()
+		s.ports.close()
+		return nil, err
+	}
+	sack := tcpip.TCPSACKEnabled(true)
+	cc := tcpip.CongestionControlOption(cfg.CongestionControl)
+	moderate := tcpip.TCPModerateReceiveBufferOption(true)
+	// Closed connections leave the owned-ports table once out of these
+	// states; keep them short so ports are not held long.
+	timeWait := tcpip.TCPTimeWaitTimeoutOption(5 * time.Second)
+	linger := tcpip.TCPLingerTimeoutOption(10 * time.Second)
+	for _, o := range []tcpip.SettableTransportProtocolOption{
+		&sack, &cc, &moderate, &timeWait, &linger,
+		&tcpip.TCPSendBufferSizeRangeOption{Min: 4096, Default: cfg.TCPSendBuffer, Max: max(cfg.TCPSendBuffer, 4<<20)},
+		&tcpip.TCPReceiveBufferSizeRangeOption{Min: 4096, Default: cfg.TCPReceiveBuffer, Max: max(cfg.TCPReceiveBuffer, 4<<20)},
+	} {
+		if err := ns.SetTransportProtocolOption(tcp.ProtocolNumber, o); err != nil {
+			return fail(fmt.Errorf("set tcp option %T: %w", o, goError(err)))
+		}
+	}
+	if err := ns.CreateNICWithOptions(nicID, ep, gstack.NICOptions{Name: cfg.Interface}); err != nil {
+		return fail(fmt.Errorf("create nic: %w", goError(err)))
+	}
+	var routes []tcpip.Route
+	for _, p := range cfg.Addrs {
+		proto := ipv4.ProtocolNumber
+		if p.Addr().Is6() {
+			proto = ipv6.ProtocolNumber
+		}
+		pa := tcpip.ProtocolAddress{
+			Protocol:          proto,
+			AddressWithPrefix: tcpip.AddrFromSlice(p.Addr().AsSlice()).WithPrefix(),
+		}
+		pa.AddressWithPrefix.PrefixLen = p.Bits()
+		if err := ns.AddProtocolAddress(nicID, pa, gstack.AddressProperties{}); err != nil {
+			return fail(fmt.Errorf("add address %v: %w", p, goError(err)))
+		}
+		routes = append(routes, tcpip.Route{Destination: pa.AddressWithPrefix.Subnet(), NIC: nicID})
+	}
+	for _, gw := range []netip.Addr{cfg.Gateway4, cfg.Gateway6} {
+		if !gw.IsValid() {
+			continue
+		}
+		any := header4or6Any(gw)
+		routes = append(routes, tcpip.Route{Destination: any, Gateway: tcpip.AddrFromSlice(gw.AsSlice()), NIC: nicID})
+	}
+	ns.SetRouteTable(routes)
+	return s, nil
+}
+
+// Close aborts every connection, stops the workers, and releases the
+// sockets, UMEM and XDP program. It is safe to call more than once.
+func (s *Stack) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.closeMu.Unlock()
+	// Abort endpoints while the workers and TX path still run, so peers
+	// get their resets.
+	s.ns.Close()
+	s.ns.RemoveNIC(nicID)
+	s.ns.Wait()
+	s.ep.stopWorkers()
+	s.ports.close()
+	var errs []error
+	for i := len(s.teardown) - 1; i >= 0; i-- {
+		errs = append(errs, s.teardown[i]())
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Stack) isClosed() bool {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	return s.closed
+}
+
+// Addrs returns the addresses the stack owns.
+func (s *Stack) Addrs() []netip.Prefix { return append([]netip.Prefix(nil), s.addrs...) }
+
+// Netstack returns the underlying gVisor stack, for what this package does
+// not wrap. Changing its NICs or routes is at the caller's risk.
+func (s *Stack) Netstack() *gstack.Stack { return s.ns }
+
+// localFor returns the stack's address of the family network and remote
+// call for, or an error if it has none.
+func (s *Stack) localFor(network string, remote netip.Addr) (netip.Addr, error) {
+	want6 := remote.IsValid() && remote.Is6() && !remote.Is4In6()
+	switch network {
+	case "tcp4", "udp4":
+		want6 = false
+	case "tcp6", "udp6":
+		want6 = true
+	}
+	for _, p := range s.addrs {
+		if p.Addr().Is6() == want6 {
+			return p.Addr(), nil
+		}
+	}
+	fam := "IPv4"
+	if want6 {
+		fam = "IPv6"
+	}
+	return netip.Addr{}, fmt.Errorf("stack has no %s address", fam)
+}
+
+func parseHostPort(network, address string) (netip.AddrPort, error) {
+	switch network {
+	case "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6":
+	default:
+		return netip.AddrPort{}, fmt.Errorf("network %q not supported (want tcp, tcp4, tcp6, udp, udp4 or udp6)", network)
+	}
+	host, portStr, err := net.SplitHostPort(address)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("port %q: %w", portStr, err)
+	}
+	if host == "" {
+		return netip.AddrPortFrom(netip.Addr{}, uint16(port)), nil
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("host %q is not an IP address (ustack does no name resolution)", host)
+	}
+	return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
+}
+
+func fullAddr(ap netip.AddrPort) tcpip.FullAddress {
+	fa := tcpip.FullAddress{NIC: nicID, Port: ap.Port()}
+	if ap.Addr().IsValid() && !ap.Addr().IsUnspecified() {
+		fa.Addr = tcpip.AddrFromSlice(ap.Addr().AsSlice())
+	}
+	return fa
+}
+
+func netProto(a netip.Addr) tcpip.NetworkProtocolNumber {
+	if a.Is6() {
+		return ipv6.ProtocolNumber
+	}
+	return ipv4.ProtocolNumber
+}
+
+func opError(op, network string, addr net.Addr, err error) error {
+	return &net.OpError{Op: op, Net: network, Addr: addr, Err: err}
+}
+
+// Listen announces on the stack's address: network is "tcp", "tcp4" or
+// "tcp6"; address is "ip:port" or ":port" (port 0 picks one). The port is
+// added to the XDP program's owned table for as long as the listener or
+// any connection it accepted is open.
+func (s *Stack) Listen(network, address string) (net.Listener, error) {
+	if s.isClosed() {
+		return nil, opError("listen", network, nil, ErrClosed)
+	}
+	ap, err := parseHostPort(network, address)
+	if err != nil || network[:3] != "tcp" {
+		if err == nil {
+			err = fmt.Errorf("network %q is not a stream network", network)
+		}
+		return nil, opError("listen", network, nil, err)
+	}
+	local := ap.Addr()
+	if !local.IsValid() || local.IsUnspecified() {
+		if local, err = s.localFor(network, local); err != nil {
+			return nil, opError("listen", network, nil, err)
+		}
+	} else if !s.owns(local) {
+		return nil, opError("listen", network, nil, fmt.Errorf("%v is not an address of this stack", local))
+	}
+	var wq waiter.Queue
+	ep, terr := s.ns.NewEndpoint(tcp.ProtocolNumber, netProto(local), &wq)
+	if terr != nil {
+		return nil, opError("listen", network, nil, goError(terr))
+	}
+	full := fullAddr(netip.AddrPortFrom(local, ap.Port()))
+	if terr := ep.Bind(full); terr != nil {
+		ep.Close()
+		return nil, opError("listen", network, net.TCPAddrFromAddrPort(netip.AddrPortFrom(local, ap.Port())), goError(terr))
+	}
+	bound, _ := ep.GetLocalAddress()
+	key := portKey{addr: local, proto: protoTCP, port: bound.Port}
+	if err := s.ports.acquire(key); err != nil {
+		ep.Close()
+		return nil, opError("listen", network, nil, err)
+	}
+	if terr := ep.Listen(4096); terr != nil {
+		ep.Close()
+		s.ports.release(key)
+		return nil, opError("listen", network, nil, goError(terr))
+	}
+	return &listener{TCPListener: gonet.NewTCPListener(s.ns, &wq, ep), s: s, ep: ep, wq: &wq, key: key}, nil
+}
+
+func (s *Stack) owns(a netip.Addr) bool {
+	for _, p := range s.addrs {
+		if p.Addr() == a {
+			return true
+		}
+	}
+	return false
+}
+
+// Dial connects to address ("ip:port") over network ("tcp", "tcp4",
+// "tcp6", "udp", "udp4", "udp6") from the stack's address of the matching
+// family.
+func (s *Stack) Dial(network, address string) (net.Conn, error) {
+	return s.DialContext(context.Background(), network, address)
+}
+
+// DialContext is Dial with a context that bounds connection setup.
+func (s *Stack) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	if s.isClosed() {
+		return nil, opError("dial", network, nil, ErrClosed)
+	}
+	ap, err := parseHostPort(network, address)
+	if err != nil {
+		return nil, opError("dial", network, nil, err)
+	}
+	if !ap.Addr().IsValid() || ap.Addr().IsUnspecified() || ap.Port() == 0 {
+		return nil, opError("dial", network, nil, fmt.Errorf("address %q needs an IP and a port", address))
+	}
+	local, err := s.localFor(network, ap.Addr())
+	if err != nil {
+		return nil, opError("dial", network, nil, err)
+	}
+	if local.Is6() != ap.Addr().Is6() {
+		return nil, opError("dial", network, nil, fmt.Errorf("%v does not match network %s", ap.Addr(), network))
+	}
+	if network[:3] == "udp" {
+		return s.dialUDP(network, local, ap)
+	}
+	var wq waiter.Queue
+	ep, terr := s.ns.NewEndpoint(tcp.ProtocolNumber, netProto(local), &wq)
+	if terr != nil {
+		return nil, opError("dial", network, nil, goError(terr))
+	}
+	raddr := net.TCPAddrFromAddrPort(ap)
+	// Bind first so the port is known and owned before the SYN leaves:
+	// the SYN-ACK must come to ustack.
+	if terr := ep.Bind(fullAddr(netip.AddrPortFrom(local, 0))); terr != nil {
+		ep.Close()
+		return nil, opError("dial", network, raddr, goError(terr))
+	}
+	bound, _ := ep.GetLocalAddress()
+	key := portKey{addr: local, proto: protoTCP, port: bound.Port}
+	if err := s.ports.acquire(key); err != nil {
+		ep.Close()
+		return nil, opError("dial", network, raddr, err)
+	}
+	entry, notify := waiter.NewChannelEntry(waiter.WritableEvents)
+	wq.EventRegister(&entry)
+	defer wq.EventUnregister(&entry)
+	terr = ep.Connect(fullAddr(ap))
+	if _, ok := terr.(*tcpip.ErrConnectStarted); ok {
+		select {
+		case <-ctx.Done():
+			ep.Close()
+			s.ports.releaseAfterClose(ep, key)
+			return nil, opError("dial", network, raddr, ctx.Err())
+		case <-notify:
+		}
+		terr = ep.LastError()
+	}
+	if terr != nil {
+		ep.Close()
+		s.ports.releaseAfterClose(ep, key)
+		return nil, opError("dial", network, raddr, goError(terr))
+	}
+	return newTCPConn(s, &wq, ep, key), nil
+}
+
+func (s *Stack) dialUDP(network string, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
+	var wq waiter.Queue
+	ep, terr := s.ns.NewEndpoint(udp.ProtocolNumber, netProto(local), &wq)
+	if terr != nil {
+		return nil, opError("dial", network, nil, goError(terr))
+	}
+	raddr := net.UDPAddrFromAddrPort(remote)
+	if terr := ep.Bind(fullAddr(netip.AddrPortFrom(local, 0))); terr != nil {
+		ep.Close()
+		return nil, opError("dial", network, raddr, goError(terr))
+	}
+	bound, _ := ep.GetLocalAddress()
+	key := portKey{addr: local, proto: protoUDP, port: bound.Port}
+	if err := s.ports.acquire(key); err != nil {
+		ep.Close()
+		return nil, opError("dial", network, raddr, err)
+	}
+	if terr := ep.Connect(fullAddr(remote)); terr != nil {
+		ep.Close()
+		s.ports.release(key)
+		return nil, opError("dial", network, raddr, goError(terr))
+	}
+	return &udpConn{UDPConn: gonet.NewUDPConn(&wq, ep), s: s, key: key}, nil
+}
+
+// ListenPacket opens a UDP socket on the stack's address: network is
+// "udp", "udp4" or "udp6"; address "ip:port" or ":port".
+func (s *Stack) ListenPacket(network, address string) (net.PacketConn, error) {
+	if s.isClosed() {
+		return nil, opError("listen", network, nil, ErrClosed)
+	}
+	ap, err := parseHostPort(network, address)
+	if err != nil || network[:3] != "udp" {
+		if err == nil {
+			err = fmt.Errorf("network %q is not a packet network", network)
+		}
+		return nil, opError("listen", network, nil, err)
+	}
+	local := ap.Addr()
+	if !local.IsValid() || local.IsUnspecified() {
+		if local, err = s.localFor(network, local); err != nil {
+			return nil, opError("listen", network, nil, err)
+		}
+	} else if !s.owns(local) {
+		return nil, opError("listen", network, nil, fmt.Errorf("%v is not an address of this stack", local))
+	}
+	var wq waiter.Queue
+	ep, terr := s.ns.NewEndpoint(udp.ProtocolNumber, netProto(local), &wq)
+	if terr != nil {
+		return nil, opError("listen", network, nil, goError(terr))
+	}
+	if terr := ep.Bind(fullAddr(netip.AddrPortFrom(local, ap.Port()))); terr != nil {
+		ep.Close()
+		return nil, opError("listen", network, net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, ap.Port())), goError(terr))
+	}
+	bound, _ := ep.GetLocalAddress()
+	key := portKey{addr: local, proto: protoUDP, port: bound.Port}
+	if err := s.ports.acquire(key); err != nil {
+		ep.Close()
+		return nil, opError("listen", network, nil, err)
+	}
+	return &udpConn{UDPConn: gonet.NewUDPConn(&wq, ep), s: s, key: key}, nil
+}
+
+// header4or6Any is the default-route subnet of gw's family.
+func header4or6Any(gw netip.Addr) tcpip.Subnet {
+	if gw.Is4() {
+		return header.IPv4EmptySubnet
+	}
+	return header.IPv6EmptySubnet
+}

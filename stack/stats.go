@@ -1,0 +1,74 @@
+package stack
+
+import (
+	"github.com/ustack-dev/ustack/bpf"
+	"github.com/ustack-dev/ustack/xsk"
+)
+
+// QueueStats are one queue's counters.
+type QueueStats struct {
+	Queue int
+	// RxPackets and TxPackets count frames delivered to and written by
+	// netstack; TxNoFrame counts writes that found no free frame or TX
+	// slot; TxOversize packets larger than a frame (dropped); RxRunt
+	// frames shorter than an Ethernet header.
+	RxPackets, TxPackets, TxNoFrame, TxOversize, RxRunt uint64
+	// XSK holds the AF_XDP socket's counters (zero over a memory wire).
+	XSK xsk.Stats
+}
+
+// Stats is a snapshot of a Stack's counters.
+type Stats struct {
+	Queues []QueueStats
+	// Steering holds the XDP program's per-reason packet counts (zero over
+	// a memory wire).
+	Steering bpf.Counters
+	// AttachMode is how the XDP program is attached.
+	AttachMode bpf.AttachMode
+	// OwnedPorts is how many (address, protocol, port) entries ustack
+	// currently steers to itself.
+	OwnedPorts int
+	// A selection of netstack's counters.
+	TCPActiveOpens, TCPPassiveOpens, TCPRetransmits, TCPSegmentsSent, TCPSegmentsReceived uint64
+	TCPChecksumErrors, TCPResetsSent, TCPCurrentEstablished                               uint64
+	UDPPacketsReceived, UDPPacketsSent, UDPChecksumErrors                                 uint64
+	IPPacketsReceived, IPPacketsSent, IPMalformed                                         uint64
+}
+
+// Stats returns a snapshot of the stack's counters. Errors reading the
+// kernel's counters leave those fields zero.
+func (s *Stack) Stats() Stats {
+	var st Stats
+	for i, q := range s.ep.queues {
+		qs := QueueStats{
+			Queue:     i,
+			RxPackets: q.rxPackets.Load(), TxPackets: q.txPackets.Load(),
+			TxNoFrame: q.txNoFrame.Load(), TxOversize: q.txOversize.Load(), RxRunt: q.rxRunt.Load(),
+		}
+		if xp, ok := q.p.(interface{ Stats() (xsk.Stats, error) }); ok {
+			qs.XSK, _ = xp.Stats()
+		}
+		st.Queues = append(st.Queues, qs)
+	}
+	if s.prog != nil {
+		st.Steering, _ = s.prog.Counters()
+		st.AttachMode = s.attach
+	}
+	st.OwnedPorts = len(s.ports.owned())
+	ns := s.ns.Stats()
+	st.TCPActiveOpens = ns.TCP.ActiveConnectionOpenings.Value()
+	st.TCPPassiveOpens = ns.TCP.PassiveConnectionOpenings.Value()
+	st.TCPRetransmits = ns.TCP.Retransmits.Value()
+	st.TCPSegmentsSent = ns.TCP.SegmentsSent.Value()
+	st.TCPSegmentsReceived = ns.TCP.ValidSegmentsReceived.Value()
+	st.TCPChecksumErrors = ns.TCP.ChecksumErrors.Value()
+	st.TCPResetsSent = ns.TCP.ResetsSent.Value()
+	st.TCPCurrentEstablished = ns.TCP.CurrentEstablished.Value()
+	st.UDPPacketsReceived = ns.UDP.PacketsReceived.Value()
+	st.UDPPacketsSent = ns.UDP.PacketsSent.Value()
+	st.UDPChecksumErrors = ns.UDP.ChecksumErrors.Value()
+	st.IPPacketsReceived = ns.IP.PacketsReceived.Value()
+	st.IPPacketsSent = ns.IP.PacketsSent.Value()
+	st.IPMalformed = ns.IP.MalformedPacketsReceived.Value()
+	return st
+}
