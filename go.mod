@@ -6,6 +6,7 @@ require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
+	golang.org/x/net v0.52.0
 	golang.org/x/sys v0.49.0
 	gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
 )

@@ -99,6 +99,11 @@ func (p *Producer[T]) Submit(n uint32) {
 // Cancel returns the last n reserved, unsubmitted descriptors to the ring.
 func (p *Producer[T]) Cancel(n uint32) { p.cachedProd -= n }
 
+// Queued returns how many submitted descriptors the consumer has not yet
+// released. It reads only the shared indices, so unlike the other methods
+// it may be called from any goroutine (the answer may be stale at once).
+func (p *Producer[T]) Queued() uint32 { return p.s.producer.Load() - p.s.consumer.Load() }
+
 // Pending returns how many descriptors are reserved but not submitted.
 func (p *Producer[T]) Pending() uint32 { return p.cachedProd - p.s.producer.Load() }
 

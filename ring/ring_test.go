@@ -114,6 +114,9 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("pending after cancel = %d, want 2", got)
 	}
 	p.Submit(2)
+	if q := p.Queued(); q != 2 {
+		t.Fatalf("queued = %d, want 2", q)
+	}
 	// The cancelled slots are handed out again by the next Reserve.
 	idx2, _ := p.Reserve(1)
 	if idx2 != idx+2 {

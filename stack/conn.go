@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"errors"
 	"net"
 	"sync"
 
@@ -17,7 +16,7 @@ type listener struct {
 	s    *Stack
 	ep   tcpip.Endpoint
 	wq   *waiter.Queue
-	key  portKey
+	keys []portKey
 	once sync.Once
 }
 
@@ -40,17 +39,17 @@ func (l *listener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: goError(err)}
 	}
-	if aerr := l.s.ports.acquire(l.key); aerr != nil {
+	if aerr := l.s.ports.acquireAll(l.keys); aerr != nil {
 		n.Close()
 		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: aerr}
 	}
-	return newTCPConn(l.s, wq, n, l.key), nil
+	return newTCPConn(l.s, wq, n, l.keys), nil
 }
 
 // Close implements net.Listener. Connections already accepted stay open.
 func (l *listener) Close() error {
 	err := l.TCPListener.Close()
-	l.once.Do(func() { l.s.ports.release(l.key) })
+	l.once.Do(func() { l.s.ports.releaseAll(l.keys) })
 	return err
 }
 
@@ -60,18 +59,18 @@ type tcpConn struct {
 	*gonet.TCPConn
 	s    *Stack
 	ep   tcpip.Endpoint
-	key  portKey
+	keys []portKey
 	once sync.Once
 }
 
-func newTCPConn(s *Stack, wq *waiter.Queue, ep tcpip.Endpoint, key portKey) *tcpConn {
-	return &tcpConn{TCPConn: gonet.NewTCPConn(wq, ep), s: s, ep: ep, key: key}
+func newTCPConn(s *Stack, wq *waiter.Queue, ep tcpip.Endpoint, keys []portKey) *tcpConn {
+	return &tcpConn{TCPConn: gonet.NewTCPConn(wq, ep), s: s, ep: ep, keys: keys}
 }
 
 // Close implements net.Conn.
 func (c *tcpConn) Close() error {
 	err := c.TCPConn.Close()
-	c.once.Do(func() { c.s.ports.releaseAfterClose(c.ep, c.key) })
+	c.once.Do(func() { c.s.ports.releaseAfterClose(c.ep, c.keys) })
 	return err
 }
 
@@ -79,15 +78,13 @@ func (c *tcpConn) Close() error {
 type udpConn struct {
 	*gonet.UDPConn
 	s    *Stack
-	key  portKey
+	keys []portKey
 	once sync.Once
 }
 
 // Close implements net.Conn.
 func (c *udpConn) Close() error {
 	err := c.UDPConn.Close()
-	c.once.Do(func() { c.s.ports.release(c.key) })
+	c.once.Do(func() { c.s.ports.releaseAll(c.keys) })
 	return err
 }
-
-var errPortTableClosed = errors.New("stack closing")

@@ -207,6 +207,9 @@ func (e *endpoint) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error)
 func (e *endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer) int {
 	q.txMu.Lock()
 	defer q.txMu.Unlock()
+	// Reap sent frames every batch (one shared-memory load when there
+	// are none), so frames and completion slots never run short.
+	q.p.Complete()
 	descs := q.txDescs[:0]
 	consumed := 0
 	for _, pkt := range pkts {
@@ -289,6 +292,11 @@ func (e *endpoint) worker(i int, q *queue) {
 		}
 		if idle == 0 {
 			q.p.Refill()
+		}
+		if q.p.TxQueued() > 0 {
+			// A kick hit EAGAIN (peer busy, budget spent): the frames
+			// wait on the TX ring until someone kicks again.
+			q.p.Kick()
 		}
 		idle++
 		switch e.poll {

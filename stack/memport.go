@@ -127,6 +127,7 @@ func (m *memPort) Enqueue(descs []xsk.Desc) int {
 }
 
 func (m *memPort) Complete() int { return 0 }
+func (m *memPort) TxQueued() int { return 0 }
 func (m *memPort) Kick() error   { return nil }
 
 func (m *memPort) Wait(timeout time.Duration) error {

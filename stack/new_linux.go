@@ -81,7 +81,7 @@ func New(cfg Config) (_ *Stack, err error) {
 		cfg.Logf("ustack: %s: native XDP unavailable, using generic mode (slower; on veth the peer keeps TSO on)", cfg.Interface)
 	}
 
-	umem, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: uint32(cfg.Queues) * 4 * cfg.RingSize, FrameSize: cfg.FrameSize})
+	umem, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: uint32(cfg.Queues) * 3 * cfg.RingSize, FrameSize: cfg.FrameSize})
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func New(cfg Config) (_ *Stack, err error) {
 		sock, err := xsk.Open(umem, xsk.Config{
 			Interface: cfg.Interface, Queue: q,
 			RxSize: cfg.RingSize, TxSize: cfg.RingSize, FillSize: cfg.RingSize, CompletionSize: cfg.RingSize,
-			RxFrames: 2 * cfg.RingSize, TxFrames: 2 * cfg.RingSize,
+			RxFrames: 2 * cfg.RingSize, TxFrames: cfg.RingSize,
 		})
 		if err != nil {
 			return nil, err

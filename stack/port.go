@@ -27,6 +27,10 @@ type port interface {
 	Enqueue(descs []xsk.Desc) int
 	Complete() int
 	Kick() error
+	// TxQueued reports frames left on the TX ring that a kick has not
+	// yet got the kernel to take (TX side; read racily by the worker to
+	// decide whether to kick again).
+	TxQueued() int
 
 	// Wait blocks until frames may be ready to receive, Interrupt is
 	// called, or timeout passes.

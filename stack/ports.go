@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -34,9 +35,11 @@ type portTable struct {
 
 type closingConn struct {
 	ep       tcpip.Endpoint
-	key      portKey
+	keys     []portKey
 	deadline time.Time
 }
+
+var errPortTableClosed = errors.New("stack closing")
 
 // closeGrace bounds how long a closing connection holds its port.
 const closeGrace = 30 * time.Second
@@ -62,6 +65,23 @@ func (t *portTable) acquire(k portKey) error {
 	return nil
 }
 
+// acquireAll acquires every key or none.
+func (t *portTable) acquireAll(keys []portKey) error {
+	for i, k := range keys {
+		if err := t.acquire(k); err != nil {
+			t.releaseAll(keys[:i])
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *portTable) releaseAll(keys []portKey) {
+	for _, k := range keys {
+		t.release(k)
+	}
+}
+
 func (t *portTable) release(k portKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -83,14 +103,14 @@ func (t *portTable) releaseLocked(k portKey) {
 	}
 }
 
-// releaseAfterClose releases k once ep has finished closing.
-func (t *portTable) releaseAfterClose(ep tcpip.Endpoint, k portKey) {
+// releaseAfterClose releases keys once ep has finished closing.
+func (t *portTable) releaseAfterClose(ep tcpip.Endpoint, keys []portKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return
 	}
-	t.closing = append(t.closing, closingConn{ep: ep, key: k, deadline: time.Now().Add(closeGrace)})
+	t.closing = append(t.closing, closingConn{ep: ep, keys: keys, deadline: time.Now().Add(closeGrace)})
 }
 
 func finishedClosing(ep tcpip.Endpoint) bool {
@@ -116,7 +136,9 @@ func (t *portTable) reap() {
 		kept := t.closing[:0]
 		for _, c := range t.closing {
 			if finishedClosing(c.ep) || now.After(c.deadline) {
-				t.releaseLocked(c.key)
+				for _, k := range c.keys {
+					t.releaseLocked(k)
+				}
 			} else {
 				kept = append(kept, c)
 			}

@@ -231,51 +231,90 @@ func opError(op, network string, addr net.Addr, err error) error {
 	return &net.OpError{Op: op, Net: network, Addr: addr, Err: err}
 }
 
-// Listen announces on the stack's address: network is "tcp", "tcp4" or
-// "tcp6"; address is "ip:port" or ":port" (port 0 picks one). The port is
+// Listen announces on the stack's addresses: network is "tcp", "tcp4" or
+// "tcp6"; address is "ip:port" or ":port" (port 0 picks one). With no IP,
+// "tcp" listens on both families when the stack has both. The port is
 // added to the XDP program's owned table for as long as the listener or
 // any connection it accepted is open.
 func (s *Stack) Listen(network, address string) (net.Listener, error) {
-	if s.isClosed() {
-		return nil, opError("listen", network, nil, ErrClosed)
-	}
-	ap, err := parseHostPort(network, address)
-	if err != nil || network[:3] != "tcp" {
-		if err == nil {
-			err = fmt.Errorf("network %q is not a stream network", network)
-		}
-		return nil, opError("listen", network, nil, err)
-	}
-	local := ap.Addr()
-	if !local.IsValid() || local.IsUnspecified() {
-		if local, err = s.localFor(network, local); err != nil {
-			return nil, opError("listen", network, nil, err)
-		}
-	} else if !s.owns(local) {
-		return nil, opError("listen", network, nil, fmt.Errorf("%v is not an address of this stack", local))
-	}
-	var wq waiter.Queue
-	ep, terr := s.ns.NewEndpoint(tcp.ProtocolNumber, netProto(local), &wq)
-	if terr != nil {
-		return nil, opError("listen", network, nil, goError(terr))
-	}
-	full := fullAddr(netip.AddrPortFrom(local, ap.Port()))
-	if terr := ep.Bind(full); terr != nil {
-		ep.Close()
-		return nil, opError("listen", network, net.TCPAddrFromAddrPort(netip.AddrPortFrom(local, ap.Port())), goError(terr))
-	}
-	bound, _ := ep.GetLocalAddress()
-	key := portKey{addr: local, proto: protoTCP, port: bound.Port}
-	if err := s.ports.acquire(key); err != nil {
-		ep.Close()
-		return nil, opError("listen", network, nil, err)
+	ep, wq, keys, err := s.bind("listen", network, address, tcp.ProtocolNumber)
+	if err != nil {
+		return nil, err
 	}
 	if terr := ep.Listen(4096); terr != nil {
 		ep.Close()
-		s.ports.release(key)
+		s.ports.releaseAll(keys)
 		return nil, opError("listen", network, nil, goError(terr))
 	}
-	return &listener{TCPListener: gonet.NewTCPListener(s.ns, &wq, ep), s: s, ep: ep, wq: &wq, key: key}, nil
+	return &listener{TCPListener: gonet.NewTCPListener(s.ns, wq, ep), s: s, ep: ep, wq: wq, keys: keys}, nil
+}
+
+// bind creates an endpoint of transport bound to address and owns its
+// port on every address it covers.
+func (s *Stack) bind(op, network, address string, transport tcpip.TransportProtocolNumber) (tcpip.Endpoint, *waiter.Queue, []portKey, error) {
+	if s.isClosed() {
+		return nil, nil, nil, opError(op, network, nil, ErrClosed)
+	}
+	kind, proto := "tcp", protoTCP
+	if transport == udp.ProtocolNumber {
+		kind, proto = "udp", protoUDP
+	}
+	ap, err := parseHostPort(network, address)
+	if err == nil && network[:3] != kind {
+		err = fmt.Errorf("network %q is not a %s network", network, kind)
+	}
+	if err != nil {
+		return nil, nil, nil, opError(op, network, nil, err)
+	}
+	// Which of the stack's addresses the socket covers.
+	var covered []netip.Addr
+	bindAddr := ap.Addr()
+	if bindAddr.IsValid() && !bindAddr.IsUnspecified() {
+		if !s.owns(bindAddr) {
+			return nil, nil, nil, opError(op, network, nil, fmt.Errorf("%v is not an address of this stack", bindAddr))
+		}
+		covered = []netip.Addr{bindAddr}
+	} else {
+		for _, p := range s.addrs {
+			if is6 := p.Addr().Is6(); network == kind || (network == kind+"6") == is6 {
+				covered = append(covered, p.Addr())
+			}
+		}
+		if len(covered) == 0 {
+			return nil, nil, nil, opError(op, network, nil, fmt.Errorf("stack has no address for %s", network))
+		}
+		bindAddr = netip.Addr{}
+	}
+	// A wildcard socket covering IPv6 is an IPv6 endpoint, dual-stack
+	// when it also covers IPv4.
+	family := covered[0]
+	for _, a := range covered {
+		if a.Is6() {
+			family = a
+		}
+	}
+	var wq waiter.Queue
+	ep, terr := s.ns.NewEndpoint(transport, netProto(family), &wq)
+	if terr != nil {
+		return nil, nil, nil, opError(op, network, nil, goError(terr))
+	}
+	if family.Is6() {
+		ep.SocketOptions().SetV6Only(len(covered) == 1)
+	}
+	if terr := ep.Bind(fullAddr(netip.AddrPortFrom(bindAddr, ap.Port()))); terr != nil {
+		ep.Close()
+		return nil, nil, nil, opError(op, network, nil, goError(terr))
+	}
+	bound, _ := ep.GetLocalAddress()
+	var keys []portKey
+	for _, a := range covered {
+		keys = append(keys, portKey{addr: a, proto: proto, port: bound.Port})
+	}
+	if err := s.ports.acquireAll(keys); err != nil {
+		ep.Close()
+		return nil, nil, nil, opError(op, network, nil, err)
+	}
+	return ep, &wq, keys, nil
 }
 
 func (s *Stack) owns(a netip.Addr) bool {
@@ -342,7 +381,7 @@ func (s *Stack) DialContext(ctx context.Context, network, address string) (net.C
 		select {
 		case <-ctx.Done():
 			ep.Close()
-			s.ports.releaseAfterClose(ep, key)
+			s.ports.releaseAfterClose(ep, []portKey{key})
 			return nil, opError("dial", network, raddr, ctx.Err())
 		case <-notify:
 		}
@@ -350,10 +389,10 @@ func (s *Stack) DialContext(ctx context.Context, network, address string) (net.C
 	}
 	if terr != nil {
 		ep.Close()
-		s.ports.releaseAfterClose(ep, key)
+		s.ports.releaseAfterClose(ep, []portKey{key})
 		return nil, opError("dial", network, raddr, goError(terr))
 	}
-	return newTCPConn(s, &wq, ep, key), nil
+	return newTCPConn(s, &wq, ep, []portKey{key}), nil
 }
 
 func (s *Stack) dialUDP(network string, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
@@ -378,46 +417,18 @@ func (s *Stack) dialUDP(network string, local netip.Addr, remote netip.AddrPort)
 		s.ports.release(key)
 		return nil, opError("dial", network, raddr, goError(terr))
 	}
-	return &udpConn{UDPConn: gonet.NewUDPConn(&wq, ep), s: s, key: key}, nil
+	return &udpConn{UDPConn: gonet.NewUDPConn(&wq, ep), s: s, keys: []portKey{key}}, nil
 }
 
-// ListenPacket opens a UDP socket on the stack's address: network is
-// "udp", "udp4" or "udp6"; address "ip:port" or ":port".
+// ListenPacket opens a UDP socket on the stack's addresses: network is
+// "udp", "udp4" or "udp6"; address "ip:port" or ":port". With no IP,
+// "udp" covers both families when the stack has both.
 func (s *Stack) ListenPacket(network, address string) (net.PacketConn, error) {
-	if s.isClosed() {
-		return nil, opError("listen", network, nil, ErrClosed)
+	ep, wq, keys, err := s.bind("listen", network, address, udp.ProtocolNumber)
+	if err != nil {
+		return nil, err
 	}
-	ap, err := parseHostPort(network, address)
-	if err != nil || network[:3] != "udp" {
-		if err == nil {
-			err = fmt.Errorf("network %q is not a packet network", network)
-		}
-		return nil, opError("listen", network, nil, err)
-	}
-	local := ap.Addr()
-	if !local.IsValid() || local.IsUnspecified() {
-		if local, err = s.localFor(network, local); err != nil {
-			return nil, opError("listen", network, nil, err)
-		}
-	} else if !s.owns(local) {
-		return nil, opError("listen", network, nil, fmt.Errorf("%v is not an address of this stack", local))
-	}
-	var wq waiter.Queue
-	ep, terr := s.ns.NewEndpoint(udp.ProtocolNumber, netProto(local), &wq)
-	if terr != nil {
-		return nil, opError("listen", network, nil, goError(terr))
-	}
-	if terr := ep.Bind(fullAddr(netip.AddrPortFrom(local, ap.Port()))); terr != nil {
-		ep.Close()
-		return nil, opError("listen", network, net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, ap.Port())), goError(terr))
-	}
-	bound, _ := ep.GetLocalAddress()
-	key := portKey{addr: local, proto: protoUDP, port: bound.Port}
-	if err := s.ports.acquire(key); err != nil {
-		ep.Close()
-		return nil, opError("listen", network, nil, err)
-	}
-	return &udpConn{UDPConn: gonet.NewUDPConn(&wq, ep), s: s, key: key}, nil
+	return &udpConn{UDPConn: gonet.NewUDPConn(wq, ep), s: s, keys: keys}, nil
 }
 
 // header4or6Any is the default-route subnet of gw's family.

@@ -147,6 +147,11 @@ func Open(u *UMEM, cfg Config) (_ *Socket, err error) {
 	if want := uint64(cfg.RxFrames) + uint64(cfg.TxFrames); want > uint64(u.FreeFrames()) {
 		return nil, fmt.Errorf("%w: socket wants %d frames, umem has %d unassigned", ErrConfig, want, u.FreeFrames())
 	}
+	if cfg.TxFrames > cfg.CompletionSize {
+		// The kernel stops sending (EAGAIN) when it cannot post a
+		// completion, leaving frames stuck on the TX ring.
+		return nil, fmt.Errorf("%w: %d tx frames exceed the %d-entry completion ring", ErrConfig, cfg.TxFrames, cfg.CompletionSize)
+	}
 	if cfg.RxFrames < cfg.FillSize/2 {
 		return nil, fmt.Errorf("%w: %d rx frames cannot keep a %d-entry fill ring fed", ErrConfig, cfg.RxFrames, cfg.FillSize)
 	}
@@ -508,6 +513,11 @@ func (s *Socket) CompleteToFill() int {
 	s.txOutstanding -= n
 	return int(n)
 }
+
+// TxQueued returns how many descriptors sit on the TX ring not yet taken
+// by the kernel: non-zero after a kick that hit EAGAIN means another kick
+// is due. Safe from any goroutine.
+func (s *Socket) TxQueued() int { return int(s.tx.Queued()) }
 
 // TxOutstanding returns how many transmitted frames have not completed.
 func (s *Socket) TxOutstanding() int { return int(s.txOutstanding) }

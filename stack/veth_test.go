@@ -1,0 +1,439 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ustack-dev/ustack/bpf"
+	"github.com/ustack-dev/ustack/vethtest"
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+)
+
+var (
+	ustack4 = netip.PrefixFrom(vethtest.UstackIPv4, vethtest.PrefixLen4)
+	ustack6 = netip.PrefixFrom(vethtest.UstackIPv6, vethtest.PrefixLen6)
+)
+
+// newVethStack builds a veth pair and runs ustack on its Ustack end with
+// both test addresses.
+func newVethStack(t testing.TB, opts vethtest.Options, cfg Config) (*vethtest.Pair, *Stack) {
+	t.Helper()
+	p := vethtest.NewT(t, opts)
+	cfg.Interface = p.Ustack.Link
+	cfg.Addrs = []netip.Prefix{ustack4, ustack6}
+	cfg.Logf = t.Logf
+	var s *Stack
+	if err := p.Ustack.Do(func() (err error) { s, err = New(cfg); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if st := s.Stats(); st.AttachMode != bpf.AttachNative {
+		t.Fatalf("xdp attached in %v mode, want native on veth", st.AttachMode)
+	}
+	return p, s
+}
+
+// kernelDial dials from the Kernel host's namespace.
+func kernelDial(ctx context.Context, p *vethtest.Pair, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := p.Kernel.Do(func() (err error) {
+		c, err = (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
+}
+
+func pingPong(t *testing.T, c net.Conn, rounds int) {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 2000)
+	for i := 0; i < rounds; i++ {
+		msg := bytes.Repeat([]byte{byte('a' + i%26)}, 1+i*37%1400)
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf[:len(msg)]); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		if !bytes.Equal(buf[:len(msg)], msg) {
+			t.Fatalf("round %d: echo differs", i)
+		}
+	}
+}
+
+func TestPrivilegedKernelClientUstackServer(t *testing.T) {
+	p, s := newVethStack(t, vethtest.Options{}, Config{})
+	for _, a := range []netip.Addr{vethtest.UstackIPv4, vethtest.UstackIPv6} {
+		ln, err := s.Listen("tcp", netip.AddrPortFrom(a, 7007).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		echo(t, ln)
+		c, err := kernelDial(context.Background(), p, "tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatalf("kernel dial %v: %v", ln.Addr(), err)
+		}
+		pingPong(t, c, 200)
+		c.Close()
+	}
+	st := s.Stats()
+	if st.TCPPassiveOpens < 2 || st.Steering[bpf.RedirectPort] == 0 || st.Steering[bpf.RedirectNeigh] == 0 {
+		t.Errorf("stats after two echo sessions: %+v", st)
+	}
+	if st.TCPChecksumErrors != 0 {
+		t.Errorf("%d TCP checksum errors", st.TCPChecksumErrors)
+	}
+}
+
+func TestPrivilegedUstackClientKernelServer(t *testing.T) {
+	p, s := newVethStack(t, vethtest.Options{}, Config{})
+	for _, a := range []netip.Addr{p.Kernel.IPv4, p.Kernel.IPv6} {
+		var ln net.Listener
+		if err := p.Kernel.Do(func() (err error) {
+			ln, err = net.Listen("tcp", netip.AddrPortFrom(a, 0).String())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		echo(t, ln)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c, err := s.DialContext(ctx, "tcp", ln.Addr().String())
+		cancel()
+		if err != nil {
+			t.Fatalf("ustack dial %v: %v", ln.Addr(), err)
+		}
+		pingPong(t, c, 200)
+		c.Close()
+	}
+}
+
+func TestPrivilegedUDPEcho(t *testing.T) {
+	p, s := newVethStack(t, vethtest.Options{}, Config{})
+	pc, err := s.ListenPacket("udp", ":5353")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteTo(buf[:n], from)
+		}
+	}()
+	c, err := kernelDial(context.Background(), p, "udp", netip.AddrPortFrom(vethtest.UstackIPv4, 5353).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 2048)
+	for i := 0; i < 50; i++ {
+		msg := []byte(fmt.Sprintf("udp %d", i))
+		c.Write(msg)
+		n, err := c.Read(buf)
+		if err != nil || !bytes.Equal(buf[:n], msg) {
+			t.Fatalf("datagram %d: %q, %v", i, buf[:n], err)
+		}
+	}
+}
+
+// TestPrivilegedPing: the kernel peer pings ustack's addresses.
+func TestPrivilegedPing(t *testing.T) {
+	p, _ := newVethStack(t, vethtest.Options{}, Config{})
+	for _, c := range []struct {
+		network, listen string
+		dst             netip.Addr
+		typ, reply      icmp.Type
+		proto           int
+	}{
+		{"ip4:icmp", "0.0.0.0", vethtest.UstackIPv4, ipv4.ICMPTypeEcho, ipv4.ICMPTypeEchoReply, 1},
+		{"ip6:ipv6-icmp", "::", vethtest.UstackIPv6, ipv6.ICMPTypeEchoRequest, ipv6.ICMPTypeEchoReply, 58},
+	} {
+		var conn *icmp.PacketConn
+		if err := p.Kernel.Do(func() (err error) { conn, err = icmp.ListenPacket(c.network, c.listen); return err }); err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		got := 0
+		for seq := 1; seq <= 5; seq++ {
+			m := icmp.Message{Type: c.typ, Body: &icmp.Echo{ID: 0x5ca1, Seq: seq, Data: []byte("ustack ping")}}
+			wb, _ := m.Marshal(nil)
+			if _, err := conn.WriteTo(wb, &net.IPAddr{IP: c.dst.AsSlice()}); err != nil {
+				t.Fatal(err)
+			}
+			conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+			rb := make([]byte, 1500)
+			for {
+				n, from, err := conn.ReadFrom(rb)
+				if err != nil {
+					t.Fatalf("ping %v seq %d: %v", c.dst, seq, err)
+				}
+				rm, err := icmp.ParseMessage(c.proto, rb[:n])
+				if err != nil || rm.Type != c.reply || from.(*net.IPAddr).IP.String() != c.dst.String() {
+					continue // NDP and other ICMPv6 on the raw socket
+				}
+				if e, ok := rm.Body.(*icmp.Echo); ok && e.Seq == seq && string(e.Data) == "ustack ping" {
+					got++
+					break
+				}
+			}
+		}
+		if got != 5 {
+			t.Errorf("%v: %d of 5 replies", c.dst, got)
+		}
+	}
+}
+
+// TestPrivilegedBulk64MiB sends 64 MiB from the kernel through a ustack
+// echo server and back, and compares SHA-256 of both directions.
+func TestPrivilegedBulk64MiB(t *testing.T) {
+	p, s := newVethStack(t, vethtest.Options{}, Config{})
+	ln, err := s.Listen("tcp", ":9000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var serverSum [sha256.Size]byte
+	served := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			served <- err
+			return
+		}
+		defer c.Close()
+		h := sha256.New()
+		_, err = io.Copy(io.MultiWriter(c, h), c)
+		copy(serverSum[:], h.Sum(nil))
+		served <- err
+	}()
+	c, err := kernelDial(context.Background(), p, "tcp", netip.AddrPortFrom(vethtest.UstackIPv4, 9000).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(120 * time.Second))
+	const size = 64 << 20
+	rng := rand.New(rand.NewPCG(1, 1))
+	data := make([]byte, size)
+	for i := 0; i < size; i += 8 {
+		v := rng.Uint64()
+		for j := 0; j < 8; j++ {
+			data[i+j] = byte(v >> (8 * j))
+		}
+	}
+	want := sha256.Sum256(data)
+	start := time.Now()
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := c.Write(data)
+		c.(*net.TCPConn).CloseWrite()
+		wrote <- err
+	}()
+	h := sha256.New()
+	n, err := io.Copy(h, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("server: %v", err)
+	}
+	elapsed := time.Since(start)
+	if n != size || !bytes.Equal(h.Sum(nil), want[:]) {
+		t.Fatalf("returned %d bytes, sha256 mismatch=%v", n, !bytes.Equal(h.Sum(nil), want[:]))
+	}
+	if serverSum != want {
+		t.Fatal("sha256 of what ustack received differs")
+	}
+	t.Logf("64 MiB each way in %v (%.2f Gbit/s each way)", elapsed, float64(size*8)/elapsed.Seconds()/1e9)
+}
+
+// TestPrivileged1000Connections opens 1000 concurrent kernel connections
+// to a ustack echo server, all open at once, each echoing a message.
+func TestPrivileged1000Connections(t *testing.T) {
+	p, s := newVethStack(t, vethtest.Options{}, Config{})
+	ln, err := s.Listen("tcp", ":9001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	echo(t, ln)
+	const n = 1000
+	conns := make([]net.Conn, n)
+	addr := netip.AddrPortFrom(vethtest.UstackIPv4, 9001).String()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 100) // connection attempts in flight
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			c, err := kernelDial(context.Background(), p, "tcp", addr)
+			<-sem
+			if err != nil {
+				errs <- fmt.Errorf("conn %d: %w", i, err)
+				return
+			}
+			conns[i] = c
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	if est := s.Stats().TCPCurrentEstablished; est < n {
+		t.Fatalf("%d connections established in ustack, want %d", est, n)
+	}
+	// Every connection is open now; each echoes its own message.
+	var ewg sync.WaitGroup
+	fail := make(chan error, n)
+	for i, c := range conns {
+		ewg.Add(1)
+		go func(i int, c net.Conn) {
+			defer ewg.Done()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			msg := []byte(fmt.Sprintf("connection %04d", i))
+			buf := make([]byte, len(msg))
+			if _, err := c.Write(msg); err != nil {
+				fail <- err
+				return
+			}
+			if _, err := io.ReadFull(c, buf); err != nil || !bytes.Equal(buf, msg) {
+				fail <- fmt.Errorf("conn %d: %q %v", i, buf, err)
+			}
+		}(i, c)
+	}
+	ewg.Wait()
+	close(fail)
+	for err := range fail {
+		t.Fatal(err)
+	}
+}
+
+// TestPrivilegedHTTP serves an unmodified net/http server on a ustack
+// listener to a Go http.Client in the kernel namespace.
+func TestPrivilegedHTTP(t *testing.T) {
+	p, s := newVethStack(t, vethtest.Options{}, Config{})
+	ln, err := s.Listen("tcp", ":8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/hello", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello %s from ustack", r.URL.Query().Get("name"))
+	})
+	mux.HandleFunc("/upload", func(w http.ResponseWriter, r *http.Request) {
+		h := sha256.New()
+		n, _ := io.Copy(h, r.Body)
+		fmt.Fprintf(w, "%d %x", n, h.Sum(nil))
+	})
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	defer srv.Close()
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return kernelDial(ctx, p, network, addr)
+	}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	for _, host := range []string{"198.18.0.10:8080", "[2001:2::10]:8080"} {
+		for i := 0; i < 20; i++ {
+			resp, err := client.Get(fmt.Sprintf("http://%s/hello?name=k%d", host, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if want := fmt.Sprintf("hello k%d from ustack", i); resp.StatusCode != 200 || string(body) != want {
+				t.Fatalf("GET %s: %d %q", host, resp.StatusCode, body)
+			}
+		}
+	}
+	payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	resp, err := client.Post("http://198.18.0.10:8080/upload", "application/octet-stream", bytes.NewReader(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := fmt.Sprintf("%d %x", len(payload), sha256.Sum256(payload)); string(body) != want {
+		t.Fatalf("upload: %q, want %q", body, want)
+	}
+}
+
+// TestPrivilegedTwoQueues runs two workers on a two-queue veth and checks
+// that both carry traffic.
+func TestPrivilegedTwoQueues(t *testing.T) {
+	p, s := newVethStack(t, vethtest.Options{Queues: 2}, Config{Queues: 2})
+	ln, err := s.Listen("tcp", ":9002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	echo(t, ln)
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; i < 200 && time.Now().Before(deadline); i++ {
+		c, err := kernelDial(context.Background(), p, "tcp", netip.AddrPortFrom(vethtest.UstackIPv4, 9002).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pingPong(t, c, 3)
+		c.Close()
+		st := s.Stats()
+		if st.Queues[0].RxPackets > 0 && st.Queues[1].RxPackets > 0 && st.Queues[0].TxPackets > 0 && st.Queues[1].TxPackets > 0 {
+			return
+		}
+	}
+	t.Fatalf("queues did not both carry traffic: %+v", s.Stats().Queues)
+}
+
+func TestPrivilegedNewRejectsMisconfiguration(t *testing.T) {
+	p := vethtest.NewT(t, vethtest.Options{})
+	for _, c := range []Config{
+		{Interface: "nonexistent0", Addrs: []netip.Prefix{ustack4}},
+		{Interface: p.Ustack.Link, Addrs: []netip.Prefix{ustack4}, Queues: 2}, // one-queue veth
+		{Interface: p.Ustack.Link},
+	} {
+		err := p.Ustack.Do(func() error {
+			s, err := New(c)
+			if err == nil {
+				s.Close()
+			}
+			return err
+		})
+		if err == nil {
+			t.Errorf("New(%+v) succeeded", c)
+		}
+	}
+}
