@@ -1,0 +1,279 @@
+// Command ustack-echo is an echo server and client over ustack or the
+// kernel's TCP/IP stack, and a demo that compares the two on a veth pair
+// it builds itself.
+//
+//	ustack-echo demo                                   # needs root
+//	ustack-echo server -stack ustack -iface eth1 -addr 198.18.0.10/24 -listen :7000
+//	ustack-echo server -stack kernel -listen 198.18.0.2:7000
+//	ustack-echo client -connect 198.18.0.10:7000 -mode pingpong -duration 5s
+//
+// Run "ustack-echo <mode> -h" for every flag of a mode.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ustack-dev/ustack/internal/echo"
+	"github.com/ustack-dev/ustack/stack"
+)
+
+const usage = `usage: ustack-echo <mode> [flags]
+
+modes:
+  demo     build a veth pair in two new namespaces and compare the kernel's
+           TCP with ustack, same client, one run (needs root)
+  server   run an echo server over ustack or the kernel
+  client   run a ping-pong, rate or stream workload against an echo server
+
+"ustack-echo <mode> -h" lists a mode's flags.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "demo":
+		err = runDemo(ctx, os.Args[2:])
+	case "server":
+		err = runServer(ctx, os.Args[2:])
+	case "client":
+		err = runClient(ctx, os.Args[2:])
+	case "-h", "-help", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "ustack-echo: unknown mode %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ustack-echo: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// stackFlags are the flags that configure ustack.
+type stackFlags struct {
+	which, iface, addrs, poll string
+	queues                    int
+	pin                       bool
+}
+
+func (f *stackFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.which, "stack", "ustack", "`stack` to use: ustack or kernel")
+	fs.StringVar(&f.iface, "iface", "", "interface ustack attaches to (-stack ustack)")
+	fs.StringVar(&f.addrs, "addr", "", "comma-separated `prefixes` ustack owns, e.g. 198.18.0.10/24,2001:2::10/64 (-stack ustack)")
+	fs.StringVar(&f.poll, "poll", "adaptive", "worker polling `policy`: spin, adaptive or blocking")
+	fs.IntVar(&f.queues, "queues", 1, "interface queues (and workers) ustack serves")
+	fs.BoolVar(&f.pin, "pin", false, "pin each ustack worker to a CPU")
+}
+
+func (f *stackFlags) config() (stack.Config, error) {
+	if f.which != "ustack" && f.which != "kernel" {
+		return stack.Config{}, fmt.Errorf("-stack %q: want ustack or kernel", f.which)
+	}
+	if f.which == "kernel" {
+		return stack.Config{}, nil
+	}
+	if f.iface == "" {
+		return stack.Config{}, errors.New("-stack ustack needs -iface")
+	}
+	if f.addrs == "" {
+		return stack.Config{}, errors.New("-stack ustack needs -addr")
+	}
+	var prefixes []netip.Prefix
+	for _, s := range strings.Split(f.addrs, ",") {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			return stack.Config{}, fmt.Errorf("-addr: %w", err)
+		}
+		prefixes = append(prefixes, p)
+	}
+	poll, err := stack.ParsePollPolicy(f.poll)
+	if err != nil {
+		return stack.Config{}, err
+	}
+	if f.queues < 1 {
+		return stack.Config{}, fmt.Errorf("-queues %d: want at least 1", f.queues)
+	}
+	return stack.Config{Interface: f.iface, Addrs: prefixes, Poll: poll, Queues: f.queues, Pin: f.pin}, nil
+}
+
+func checkRoot() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w (running as uid %d)", stack.ErrPermission, os.Geteuid())
+	}
+	return nil
+}
+
+func runServer(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	var sf stackFlags
+	sf.register(fs)
+	listen := fs.String("listen", ":7000", "`address` to listen on")
+	proto := fs.String("proto", "tcp", "`protocol`: tcp or udp")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *proto != "tcp" && *proto != "udp" {
+		return fmt.Errorf("-proto %q: want tcp or udp", *proto)
+	}
+	cfg, err := sf.config()
+	if err != nil {
+		return err
+	}
+	var ln net.Listener
+	var pc net.PacketConn
+	switch sf.which {
+	case "kernel":
+		if *proto == "tcp" {
+			ln, err = net.Listen("tcp", *listen)
+		} else {
+			pc, err = net.ListenPacket("udp", *listen)
+		}
+		if err != nil {
+			return err
+		}
+	case "ustack":
+		if err := checkRoot(); err != nil {
+			return err
+		}
+		s, err := stack.New(cfg)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if *proto == "tcp" {
+			ln, err = s.Listen("tcp", *listen)
+		} else {
+			pc, err = s.ListenPacket("udp", *listen)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	errc := make(chan error, 1)
+	if ln != nil {
+		fmt.Printf("echo server (%s, tcp) on %v\n", sf.which, ln.Addr())
+		go func() { errc <- echo.ServeTCP(ln) }()
+		defer ln.Close()
+	} else {
+		fmt.Printf("echo server (%s, udp) on %v\n", sf.which, pc.LocalAddr())
+		go func() { errc <- echo.ServeUDP(pc) }()
+		defer pc.Close()
+	}
+	select {
+	case <-ctx.Done():
+		fmt.Println("shutting down")
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+func runClient(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("client", flag.ContinueOnError)
+	var sf stackFlags
+	sf.register(fs)
+	fs.Lookup("stack").DefValue = "kernel"
+	sf.which = "kernel"
+	connect := fs.String("connect", "", "echo server `address` (ip:port)")
+	mode := fs.String("mode", "pingpong", "`workload`: pingpong (RTT), rate (requests/s) or stream (throughput)")
+	proto := fs.String("proto", "tcp", "`protocol` for pingpong: tcp or udp")
+	size := fs.Int("size", 64, "message `bytes`")
+	conns := fs.Int("conns", 32, "connections (rate)")
+	pipeline := fs.Int("pipeline", 1, "requests in flight per connection (rate)")
+	duration := fs.Duration("duration", 5*time.Second, "measured `time`")
+	count := fs.Int("count", 0, "stop a ping-pong after this many round trips (0: use -duration)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *connect == "" {
+		return errors.New("-connect is required")
+	}
+	if *size < 1 || *size > 1<<20 {
+		return fmt.Errorf("-size %d: want 1 to 1048576", *size)
+	}
+	if *duration <= 0 || *duration > time.Hour {
+		return fmt.Errorf("-duration %v: want (0, 1h]", *duration)
+	}
+	if *conns < 1 || *conns > 100000 || *pipeline < 1 || *count < 0 {
+		return errors.New("-conns, -pipeline must be positive and -count not negative")
+	}
+	cfg, err := sf.config()
+	if err != nil {
+		return err
+	}
+	var dial echo.Dialer = (&net.Dialer{Timeout: 5 * time.Second}).DialContext
+	if sf.which == "ustack" {
+		if err := checkRoot(); err != nil {
+			return err
+		}
+		s, err := stack.New(cfg)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		dial = s.DialContext
+	}
+	switch *mode {
+	case "pingpong":
+		c, err := dial(ctx, *proto, *connect)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		fmt.Printf("ping-pong %d bytes over %s to %s for %v...\n", *size, sf.which, *connect, *duration)
+		h, err := echo.PingPong(ctx, c, echo.PingPongConfig{Size: *size, Count: *count, Duration: *duration})
+		if err != nil && h.TotalCount() == 0 {
+			return err
+		}
+		fmt.Printf("%d round trips  p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n", h.TotalCount(),
+			us(h.ValueAtQuantile(50)), us(h.ValueAtQuantile(90)), us(h.ValueAtQuantile(99)), us(h.ValueAtQuantile(99.9)), us(h.Max()))
+		return err
+	case "rate":
+		fmt.Printf("rate: %d connections, %d-byte requests, pipeline %d, over %s to %s for %v...\n", *conns, *size, *pipeline, sf.which, *connect, *duration)
+		n, el, err := echo.Rate(ctx, dial, echo.RateConfig{Network: "tcp", Address: *connect, Conns: *conns, Size: *size, Pipeline: *pipeline, Duration: *duration})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%d requests in %v: %.0f requests/s\n", n, el.Round(time.Millisecond), float64(n)/el.Seconds())
+	case "stream":
+		c, err := dial(ctx, "tcp", *connect)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		fmt.Printf("stream over %s to %s for %v...\n", sf.which, *connect, *duration)
+		n, el, err := echo.Stream(ctx, c, *duration)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%d bytes each way in %v: %.2f Gbit/s each way\n", n, el.Round(time.Millisecond), float64(n)*8/el.Seconds()/1e9)
+	default:
+		return fmt.Errorf("-mode %q: want pingpong, rate or stream", *mode)
+	}
+	return nil
+}
+
+func us(ns int64) string { return fmt.Sprintf("%.1fµs", float64(ns)/1e3) }

@@ -1,0 +1,299 @@
+// Package echo holds the echo server and the client workloads that
+// cmd/ustack-echo and the benchmark share, so every contender is measured
+// by the same code: a ping-pong for round-trip times, pipelined requests
+// over many connections for a rate, and a single-flow stream for
+// throughput.
+package echo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Dialer opens a connection, over the kernel or ustack.
+type Dialer func(ctx context.Context, network, address string) (net.Conn, error)
+
+// ServeTCP echoes every connection ln accepts until ln is closed; it
+// returns nil then.
+func ServeTCP(ln net.Listener) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var mu sync.Mutex
+	open := map[net.Conn]bool{}
+	defer func() {
+		mu.Lock()
+		for c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		mu.Lock()
+		open[c] = true
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.Read(buf)
+				if n > 0 {
+					if _, werr := c.Write(buf[:n]); werr != nil {
+						break
+					}
+				}
+				if err != nil {
+					break
+				}
+			}
+			c.Close()
+			mu.Lock()
+			delete(open, c)
+			mu.Unlock()
+		}()
+	}
+}
+
+// ServeUDP echoes every datagram pc receives until pc is closed.
+func ServeUDP(pc net.PacketConn) error {
+	buf := make([]byte, 65536)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("read: %w", err)
+		}
+		if _, err := pc.WriteTo(buf[:n], from); err != nil && errors.Is(err, net.ErrClosed) {
+			return nil
+		}
+	}
+}
+
+// NewHistogram returns a histogram of round-trip times in nanoseconds,
+// from 100 ns to 10 s at three significant digits.
+func NewHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(100, int64(10*time.Second), 3)
+}
+
+// PingPongConfig bounds a ping-pong run.
+type PingPongConfig struct {
+	Size     int           // message bytes (default 64)
+	Warmup   int           // round trips not recorded (default 1000)
+	Count    int           // recorded round trips, 0 for no limit
+	Duration time.Duration // recording time limit, 0 for no limit; one of Count and Duration must be set
+}
+
+// PingPong sends Size bytes on c, waits for them to come back, and records
+// each round trip's time. It stops at Count round trips or after
+// Duration, whichever is first, or when ctx is done.
+func PingPong(ctx context.Context, c net.Conn, cfg PingPongConfig) (*hdrhistogram.Histogram, error) {
+	if cfg.Size <= 0 {
+		cfg.Size = 64
+	}
+	if cfg.Warmup < 0 {
+		cfg.Warmup = 0
+	} else if cfg.Warmup == 0 {
+		cfg.Warmup = 1000
+	}
+	if cfg.Count <= 0 && cfg.Duration <= 0 {
+		return nil, errors.New("ping-pong needs a count or a duration")
+	}
+	msg := make([]byte, cfg.Size)
+	for i := range msg {
+		msg[i] = byte(i)
+	}
+	buf := make([]byte, cfg.Size)
+	h := NewHistogram()
+	var deadline time.Time
+	for i := 0; ; i++ {
+		if err := ctx.Err(); err != nil {
+			return h, err
+		}
+		rec := i >= cfg.Warmup
+		if rec && deadline.IsZero() && cfg.Duration > 0 {
+			deadline = time.Now().Add(cfg.Duration)
+		}
+		if rec && (cfg.Count > 0 && int(h.TotalCount()) >= cfg.Count || !deadline.IsZero() && time.Now().After(deadline)) {
+			return h, nil
+		}
+		t0 := time.Now()
+		if _, err := c.Write(msg); err != nil {
+			return h, fmt.Errorf("write: %w", err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return h, fmt.Errorf("read: %w", err)
+		}
+		if rec {
+			h.RecordValue(time.Since(t0).Nanoseconds())
+		}
+	}
+}
+
+// RateConfig shapes a request-rate run.
+type RateConfig struct {
+	Network, Address string
+	Conns            int           // connections (default 32)
+	Size             int           // request bytes (default 64)
+	Pipeline         int           // requests in flight per connection (default 1)
+	Duration         time.Duration // measured time (default 3s)
+	Warmup           time.Duration // unmeasured time first (default 500ms)
+}
+
+// Rate opens Conns connections and on each keeps Pipeline requests of Size
+// bytes in flight against an echo server, counting completed requests
+// during Duration. It returns the count and the measured time.
+func Rate(ctx context.Context, dial Dialer, cfg RateConfig) (int64, time.Duration, error) {
+	if cfg.Conns <= 0 {
+		cfg.Conns = 32
+	}
+	if cfg.Size <= 0 {
+		cfg.Size = 64
+	}
+	if cfg.Pipeline <= 0 {
+		cfg.Pipeline = 1
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 3 * time.Second
+	}
+	if cfg.Warmup < 0 {
+		cfg.Warmup = 0
+	} else if cfg.Warmup == 0 {
+		cfg.Warmup = 500 * time.Millisecond
+	}
+	conns := make([]net.Conn, 0, cfg.Conns)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < cfg.Conns; i++ {
+		c, err := dial(ctx, cfg.Network, cfg.Address)
+		if err != nil {
+			return 0, 0, fmt.Errorf("connection %d: %w", i, err)
+		}
+		conns = append(conns, c)
+	}
+	var counting atomic.Bool
+	var done atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errc := make(chan error, len(conns))
+	for _, c := range conns {
+		wg.Add(1)
+		go func(c net.Conn) {
+			defer wg.Done()
+			req := make([]byte, cfg.Size*cfg.Pipeline)
+			resp := make([]byte, cfg.Size*cfg.Pipeline)
+			c.SetDeadline(time.Now().Add(cfg.Warmup + cfg.Duration + 10*time.Second))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// Pipeline requests go out in one write and come back
+				// as one read of the same size.
+				if _, err := c.Write(req); err != nil {
+					errc <- err
+					return
+				}
+				if _, err := io.ReadFull(c, resp); err != nil {
+					errc <- err
+					return
+				}
+				if counting.Load() {
+					done.Add(int64(cfg.Pipeline))
+				}
+			}
+		}(c)
+	}
+	wait := func(d time.Duration) error {
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-errc:
+			return err
+		}
+	}
+	err := wait(cfg.Warmup)
+	start := time.Now()
+	if err == nil {
+		counting.Store(true)
+		err = wait(cfg.Duration)
+	}
+	elapsed := time.Since(start)
+	n := done.Load()
+	close(stop)
+	for _, c := range conns {
+		c.SetDeadline(time.Now()) // unblock readers
+	}
+	wg.Wait()
+	return n, elapsed, err
+}
+
+// Stream writes to an echo server over c for d and reads everything back,
+// returning the bytes that made the round trip and the time taken.
+func Stream(ctx context.Context, c net.Conn, d time.Duration) (int64, time.Duration, error) {
+	buf := make([]byte, 256<<10)
+	var sent atomic.Int64
+	start := time.Now()
+	c.SetDeadline(start.Add(d + 30*time.Second))
+	werr := make(chan error, 1)
+	go func() {
+		for time.Since(start) < d && ctx.Err() == nil {
+			n, err := c.Write(buf)
+			sent.Add(int64(n))
+			if err != nil {
+				werr <- err
+				return
+			}
+		}
+		if cw, ok := c.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		werr <- nil
+	}()
+	rbuf := make([]byte, 256<<10)
+	var got int64
+	for {
+		n, err := c.Read(rbuf)
+		got += int64(n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return got, time.Since(start), fmt.Errorf("read: %w", err)
+		}
+	}
+	elapsed := time.Since(start)
+	if err := <-werr; err != nil {
+		return got, elapsed, fmt.Errorf("write: %w", err)
+	}
+	if got != sent.Load() {
+		return got, elapsed, fmt.Errorf("sent %d bytes, %d came back", sent.Load(), got)
+	}
+	return got, elapsed, nil
+}
