@@ -20,6 +20,14 @@ const batchSize = 64
 
 const ethHeaderLen = header.EthernetMinimumSize
 
+// spinYield is how many empty polls a spinning worker makes between
+// yields to other goroutines on its P.
+const spinYield = 16
+
+// osYield is how many empty polls a spinning worker makes between yields
+// of its OS thread (sched_yield).
+const osYield = 256
+
 var _ gstack.LinkEndpoint = (*endpoint)(nil)
 
 // queue is one interface queue: its port, the worker state (RX side,
@@ -288,6 +296,11 @@ func (e *endpoint) worker(i int, q *queue) {
 			e.deliver(q, q.rxDescs[:n])
 			q.p.Recycle(q.rxDescs[:n])
 			idle = 0
+			// Delivery readied netstack's TCP processor and the
+			// application goroutines, most likely into this P's
+			// runnext: let them run here and now rather than wait to
+			// be stolen.
+			runtime.Gosched()
 			continue
 		}
 		if idle == 0 {
@@ -299,9 +312,17 @@ func (e *endpoint) worker(i int, q *queue) {
 			q.p.Kick()
 		}
 		idle++
+		if idle%osYield == 0 {
+			// Let other threads runnable on this CPU (softirq work, the
+			// peer process on a small machine) in: a spinning thread
+			// otherwise keeps them waiting until the scheduler tick.
+			osYieldNow()
+		}
 		switch e.poll {
 		case Spin:
-			runtime.Gosched()
+			if idle%spinYield == 0 {
+				runtime.Gosched()
+			}
 		case Adaptive:
 			if idle == 1 {
 				idleSince = time.Now()
@@ -309,7 +330,7 @@ func (e *endpoint) worker(i int, q *queue) {
 			if idle%64 == 0 && time.Since(idleSince) > e.spinBudget {
 				q.p.Wait(100 * time.Millisecond)
 				idle = 0
-			} else {
+			} else if idle%spinYield == 0 {
 				runtime.Gosched()
 			}
 		case Blocking:

@@ -9,3 +9,6 @@ func pinToCPU(cpu int) {
 	set.Set(cpu)
 	_ = unix.SchedSetaffinity(0, &set)
 }
+
+// osYieldNow gives up the CPU to other runnable threads, if any.
+func osYieldNow() { unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }

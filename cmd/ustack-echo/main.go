@@ -19,6 +19,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -129,8 +130,20 @@ func runServer(ctx context.Context, args []string) error {
 	sf.register(fs)
 	listen := fs.String("listen", ":7000", "`address` to listen on")
 	proto := fs.String("proto", "tcp", "`protocol`: tcp or udp")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to `file`")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -163,6 +176,7 @@ func runServer(ctx context.Context, args []string) error {
 			return err
 		}
 		defer s.Close()
+		defer printStats(s)
 		if *proto == "tcp" {
 			ln, err = s.Listen("tcp", *listen)
 		} else {
@@ -277,3 +291,14 @@ func runClient(ctx context.Context, args []string) error {
 }
 
 func us(ns int64) string { return fmt.Sprintf("%.1fµs", float64(ns)/1e3) }
+
+func printStats(s *stack.Stack) {
+	st := s.Stats()
+	for _, q := range st.Queues {
+		fmt.Printf("queue %d: rx %d tx %d (no frame %d)  xsk: rx %d tx %d kicks %d (retries %d) rx-dropped %d rx-ring-full %d fill-empty %d tx-invalid %d\n",
+			q.Queue, q.RxPackets, q.TxPackets, q.TxNoFrame, q.XSK.RxPackets, q.XSK.TxPackets, q.XSK.Kicks, q.XSK.KickRetries,
+			q.XSK.RxDropped, q.XSK.RxRingFull, q.XSK.FillRingEmpty, q.XSK.TxInvalid)
+	}
+	fmt.Printf("steering: %v\ntcp: segments in %d out %d, retransmits %d, checksum errors %d\n",
+		st.Steering, st.TCPSegmentsReceived, st.TCPSegmentsSent, st.TCPRetransmits, st.TCPChecksumErrors)
+}
