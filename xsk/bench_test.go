@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ustack-dev/ustack/internal/reflector"
 	"github.com/ustack-dev/ustack/vethtest"
 	"github.com/ustack-dev/ustack/xsk"
 )
@@ -35,7 +36,7 @@ func udpFrame(p *vethtest.Pair) []byte {
 	binary.BigEndian.PutUint16(udp[0:], 40000)
 	binary.BigEndian.PutUint16(udp[2:], udpPort)
 	binary.BigEndian.PutUint16(udp[4:], uint16(len(udp)))
-	binary.BigEndian.PutUint16(udp[6:], checksumUDP4(ip[12:16], ip[16:20], udp))
+	binary.BigEndian.PutUint16(udp[6:], reflector.ChecksumUDP4(ip[12:16], ip[16:20], udp))
 	return f
 }
 

@@ -2,17 +2,16 @@ package xsk_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ustack-dev/ustack/bpf"
+	"github.com/ustack-dev/ustack/internal/reflector"
 	"github.com/ustack-dev/ustack/vethtest"
 	"github.com/ustack-dev/ustack/xsk"
 	"github.com/vishvananda/netlink"
@@ -89,137 +88,30 @@ func newRig(t testing.TB, queues int) *rig {
 	return r
 }
 
-// reflector answers ARP requests for the owned address and sends UDP
-// datagrams back where they came from, recording each UDP payload.
-type reflector struct {
-	s       *xsk.Socket
-	mac     net.HardwareAddr
-	ip      [4]byte
-	mu      sync.Mutex
-	got     [][]byte // UDP payloads received
-	badSums atomic.Int64
-	arps    atomic.Int64
-	udp     atomic.Int64
+// recorder records the UDP payloads a reflector.Reflector receives.
+type recorder struct {
+	*reflector.Reflector
+	mu  sync.Mutex
+	got [][]byte
 }
 
-func (rf *reflector) run(stop <-chan struct{}, done *sync.WaitGroup) {
-	defer done.Done()
-	descs := make([]xsk.Desc, 64)
-	var tx, drop []xsk.Desc
-	deadline := time.Now().Add(60 * time.Second) // bound even if stop never comes
-	for time.Now().Before(deadline) {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		rf.s.CompleteToFill()
-		n := rf.s.Receive(descs)
-		if n == 0 {
-			rf.s.Refill()
-			time.Sleep(20 * time.Microsecond)
-			continue
-		}
-		tx, drop = tx[:0], drop[:0]
-		u := rf.s.UMEM()
-		for _, d := range descs[:n] {
-			f := u.Data(d)
-			if rf.handle(f) {
-				tx = append(tx, d)
-			} else {
-				drop = append(drop, d)
-			}
-		}
-		rf.s.Recycle(drop)
-		if sent, err := rf.s.Transmit(tx); err != nil || sent < len(tx) {
-			rf.s.Recycle(tx[sent:])
-		}
-	}
-}
-
-// handle rewrites f in place into its reply and reports whether to send it.
-func (rf *reflector) handle(f []byte) bool {
-	if len(f) < 14 {
-		return false
-	}
-	switch binary.BigEndian.Uint16(f[12:]) {
-	case 0x0806:
-		a := f[14:]
-		if len(a) < 28 || binary.BigEndian.Uint16(a[6:]) != 1 || !bytes.Equal(a[24:28], rf.ip[:]) {
-			return false
-		}
-		rf.arps.Add(1)
-		copy(f[0:6], f[6:12])
-		copy(f[6:12], rf.mac)
-		binary.BigEndian.PutUint16(a[6:], 2)
-		var spa [4]byte
-		copy(spa[:], a[14:18])
-		copy(a[18:24], a[8:14]) // tha = requester
-		copy(a[24:28], spa[:])  // tpa = requester
-		copy(a[8:14], rf.mac)
-		copy(a[14:18], rf.ip[:])
-		return true
-	case 0x0800:
-		ip := f[14:]
-		if len(ip) < 28 || ip[9] != 17 {
-			return false
-		}
-		ihl := int(ip[0]&0xf) * 4
-		udp := ip[ihl:]
-		ulen := int(binary.BigEndian.Uint16(udp[4:]))
-		if checksumUDP4(ip[12:16], ip[16:20], udp[:ulen]) != 0 {
-			rf.badSums.Add(1)
-		}
-		rf.mu.Lock()
-		rf.got = append(rf.got, append([]byte(nil), udp[8:ulen]...))
-		rf.mu.Unlock()
-		rf.udp.Add(1)
-		// Swapping addresses and ports leaves both checksums valid.
-		var tmp [6]byte
-		copy(tmp[:], f[0:6])
-		copy(f[0:6], f[6:12])
-		copy(f[6:12], tmp[:])
-		copy(tmp[:4], ip[12:16])
-		copy(ip[12:16], ip[16:20])
-		copy(ip[16:20], tmp[:4])
-		copy(tmp[:2], udp[0:2])
-		copy(udp[0:2], udp[2:4])
-		copy(udp[2:4], tmp[:2])
-		return true
-	}
-	return false
-}
-
-func checksumUDP4(src, dst, udp []byte) uint16 {
-	var sum uint32
-	add := func(b []byte) {
-		for len(b) >= 2 {
-			sum += uint32(binary.BigEndian.Uint16(b))
-			b = b[2:]
-		}
-		if len(b) == 1 {
-			sum += uint32(b[0]) << 8
-		}
-	}
-	add(src)
-	add(dst)
-	sum += 17 + uint32(len(udp))
-	add(udp)
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	return ^uint16(sum)
-}
-
-func (r *rig) startReflectors(t *testing.T) []*reflector {
-	var rfs []*reflector
+func (r *rig) startReflectors(t *testing.T) []*recorder {
+	var rfs []*recorder
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, s := range r.socks {
-		rf := &reflector{s: s, mac: r.pair.Ustack.MAC, ip: vethtest.UstackIPv4.As4()}
+		rf := &recorder{Reflector: &reflector.Reflector{Sock: s, MAC: r.pair.Ustack.MAC, IP: vethtest.UstackIPv4.As4()}}
+		rf.OnUDP = func(p []byte) {
+			rf.mu.Lock()
+			rf.got = append(rf.got, append([]byte(nil), p...))
+			rf.mu.Unlock()
+		}
 		rfs = append(rfs, rf)
 		wg.Add(1)
-		go rf.run(stop, &wg)
+		go func() {
+			defer wg.Done()
+			rf.Run(stop, time.Minute)
+		}()
 	}
 	t.Cleanup(func() { close(stop); wg.Wait() })
 	return rfs
@@ -268,10 +160,10 @@ func TestPrivilegedReflectUDP(t *testing.T) {
 			t.Fatalf("datagram %d: XSK received %q", i, last)
 		}
 	}
-	if rf.arps.Load() == 0 {
+	if rf.ARPs.Load() == 0 {
 		t.Error("no ARP request reached the XSK")
 	}
-	if b := rf.badSums.Load(); b != 0 {
+	if b := rf.BadChecksums.Load(); b != 0 {
 		t.Errorf("%d datagrams arrived with bad UDP checksums", b)
 	}
 	// The kernel accepted the XSK's ARP reply.
@@ -377,11 +269,11 @@ func TestPrivilegedTwoQueues(t *testing.T) {
 			t.Fatalf("flow %d: no echo: %v", flow, err)
 		}
 		c.Close()
-		if rfs[0].udp.Load() > 0 && rfs[1].udp.Load() > 0 {
+		if rfs[0].UDP.Load() > 0 && rfs[1].UDP.Load() > 0 {
 			return
 		}
 	}
-	t.Fatalf("queues did not both receive: queue 0 got %d, queue 1 got %d", rfs[0].udp.Load(), rfs[1].udp.Load())
+	t.Fatalf("queues did not both receive: queue 0 got %d, queue 1 got %d", rfs[0].UDP.Load(), rfs[1].UDP.Load())
 }
 
 func TestPrivilegedZeroCopyRequiredOnVeth(t *testing.T) {

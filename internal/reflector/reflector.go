@@ -1,0 +1,164 @@
+// Package reflector is a raw AF_XDP responder with no TCP/IP stack: it
+// answers ARP requests for one IPv4 address and sends every IPv4 UDP
+// datagram back to where it came from, rewriting the received frame in
+// place and transmitting it from the same UMEM frame. It is the floor of
+// the echo benchmark (the lowest round trip any stack over the same path
+// can reach) and a test peer for package xsk.
+package reflector
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/ustack-dev/ustack/xsk"
+)
+
+// Reflector answers on one socket. Its counters may be read while it runs.
+type Reflector struct {
+	Sock *xsk.Socket
+	MAC  net.HardwareAddr
+	IP   [4]byte
+	// OnUDP, if set, is called with each UDP payload before it is sent
+	// back; the slice aliases the frame and is valid only during the call.
+	OnUDP func(payload []byte)
+	// Spin busy-polls; otherwise the reflector sleeps 20µs when idle.
+	Spin bool
+
+	ARPs, UDP, BadChecksums, Ignored atomic.Int64
+}
+
+// Run serves until stop is closed or limit passes (a bound for tests and
+// benchmarks that forget to stop it).
+func (r *Reflector) Run(stop <-chan struct{}, limit time.Duration) {
+	descs := make([]xsk.Desc, 64)
+	tx := make([]xsk.Desc, 0, 64)
+	drop := make([]xsk.Desc, 0, 64)
+	deadline := time.Now().Add(limit)
+	u := r.Sock.UMEM()
+	for idle := 0; ; idle++ {
+		if idle%256 == 0 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if time.Now().After(deadline) {
+				return
+			}
+		}
+		r.Sock.CompleteToFill()
+		n := r.Sock.Receive(descs)
+		if n == 0 {
+			r.Sock.Refill()
+			if !r.Spin {
+				time.Sleep(20 * time.Microsecond)
+			}
+			continue
+		}
+		idle = 0
+		tx, drop = tx[:0], drop[:0]
+		for _, d := range descs[:n] {
+			if r.handle(u.Data(d)) {
+				tx = append(tx, d)
+			} else {
+				drop = append(drop, d)
+			}
+		}
+		r.Sock.Recycle(drop)
+		sent, err := r.Sock.Transmit(tx)
+		if err != nil || sent < len(tx) {
+			r.Sock.Recycle(tx[sent:])
+		}
+	}
+}
+
+// handle rewrites f in place into its reply and reports whether to send it.
+func (r *Reflector) handle(f []byte) bool {
+	if len(f) < 14 {
+		r.Ignored.Add(1)
+		return false
+	}
+	switch binary.BigEndian.Uint16(f[12:]) {
+	case 0x0806:
+		a := f[14:]
+		if len(a) < 28 || binary.BigEndian.Uint16(a[6:]) != 1 || !bytes.Equal(a[24:28], r.IP[:]) {
+			r.Ignored.Add(1)
+			return false
+		}
+		r.ARPs.Add(1)
+		copy(f[0:6], f[6:12])
+		copy(f[6:12], r.MAC)
+		binary.BigEndian.PutUint16(a[6:], 2) // reply
+		var spa [4]byte
+		copy(spa[:], a[14:18])
+		copy(a[18:24], a[8:14]) // target: the requester
+		copy(a[24:28], spa[:])
+		copy(a[8:14], r.MAC)
+		copy(a[14:18], r.IP[:])
+		return true
+	case 0x0800:
+		ip := f[14:]
+		if len(ip) < 20 || ip[9] != 17 {
+			r.Ignored.Add(1)
+			return false
+		}
+		ihl := int(ip[0]&0xf) * 4
+		if len(ip) < ihl+8 {
+			r.Ignored.Add(1)
+			return false
+		}
+		udp := ip[ihl:]
+		ulen := int(binary.BigEndian.Uint16(udp[4:]))
+		if ulen < 8 || ulen > len(udp) {
+			r.Ignored.Add(1)
+			return false
+		}
+		if ChecksumUDP4(ip[12:16], ip[16:20], udp[:ulen]) != 0 {
+			r.BadChecksums.Add(1)
+		}
+		if r.OnUDP != nil {
+			r.OnUDP(udp[8:ulen])
+		}
+		r.UDP.Add(1)
+		// Swapping addresses and ports leaves both checksums valid.
+		var tmp [6]byte
+		copy(tmp[:], f[0:6])
+		copy(f[0:6], f[6:12])
+		copy(f[6:12], tmp[:])
+		copy(tmp[:4], ip[12:16])
+		copy(ip[12:16], ip[16:20])
+		copy(ip[16:20], tmp[:4])
+		copy(tmp[:2], udp[0:2])
+		copy(udp[0:2], udp[2:4])
+		copy(udp[2:4], tmp[:2])
+		return true
+	}
+	r.Ignored.Add(1)
+	return false
+}
+
+// ChecksumUDP4 returns the UDP checksum over the IPv4 pseudo-header and
+// udp; 0 means a datagram with a valid checksum.
+func ChecksumUDP4(src, dst, udp []byte) uint16 {
+	var sum uint32
+	add := func(b []byte) {
+		for len(b) >= 2 {
+			sum += uint32(binary.BigEndian.Uint16(b))
+			b = b[2:]
+		}
+		if len(b) == 1 {
+			sum += uint32(b[0]) << 8
+		}
+	}
+	add(src)
+	add(dst)
+	sum += 17 + uint32(len(udp))
+	add(udp)
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	return ^uint16(sum)
+}
