@@ -41,8 +41,42 @@ type queue struct {
 	txDescs [batchSize]xsk.Desc // under txMu
 	txPkt   [batchSize]int      // under txMu: index in the batch of txDescs[i]'s packet
 
-	rxPackets, txPackets, txNoFrame, txOversize, rxRunt atomic.Uint64
+	rxPackets, txPackets, txNoFrame, txOversize, rxRunt, acksDeferred atomic.Uint64
+
+	// spinning is set while the worker busy-polls (not blocked in Wait):
+	// only then may a kick be left to it.
+	spinning atomic.Bool
+	// ackDeferredAt is when a batch of pure ACKs was queued without a
+	// kick (unix nanoseconds), 0 if none is waiting.
+	ackDeferredAt atomic.Int64
+	// kickWanted is set when data was queued for the worker to kick.
+	kickWanted atomic.Bool
 }
+
+// flushTx kicks what writers left on the TX ring for the worker: data at
+// once, pure ACKs after ackKickDelay, and anything a kick left behind
+// (EAGAIN). Called by the worker only.
+func (q *queue) flushTx() {
+	if q.p.TxQueued() == 0 {
+		return
+	}
+	if !q.kickWanted.Load() {
+		if at := q.ackDeferredAt.Load(); at != 0 && time.Now().UnixNano()-at <= int64(ackKickDelay) {
+			return
+		}
+	}
+	q.kickWanted.Store(false)
+	q.ackDeferredAt.Store(0)
+	q.p.Kick()
+}
+
+// maxTxStalls bounds how often WritePackets kicks and retries when it
+// finds no free frame or TX slot before it gives up on the rest.
+const maxTxStalls = 16
+
+// ackKickDelay bounds how long a pure ACK may wait on the TX ring for the
+// kick of a data segment (typically the application's reply) to carry it.
+const ackKickDelay = 50 * time.Microsecond
 
 // endpoint is the netstack link endpoint over a set of queues.
 type endpoint struct {
@@ -190,16 +224,50 @@ func (e *endpoint) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error)
 	if len(e.queues) > 1 {
 		q = e.queues[all[0].Hash%uint32(len(e.queues))]
 	}
-	sent := 0
+	sent, stalls := 0, 0
 	for sent < len(all) {
 		n := e.writeBatch(q, all[sent:])
 		if n == 0 {
-			break
+			// Out of frames or TX slots: what is queued must go first,
+			// and it may be waiting for a kick left to the worker.
+			if stalls == maxTxStalls {
+				break
+			}
+			stalls++
+			q.p.Kick()
+			runtime.Gosched()
+			continue
 		}
 		sent += n
 	}
-	if err := q.p.Kick(); err != nil && sent == 0 {
-		return 0, &tcpip.ErrClosedForSend{}
+	switch {
+	case sent == 0:
+	case q.p.TxQueued() >= batchSize:
+		// A full batch is waiting: send it now rather than after the
+		// worker's next turn.
+		q.kickWanted.Store(false)
+		q.ackDeferredAt.Store(0)
+		if err := q.p.Kick(); err != nil {
+			return 0, &tcpip.ErrClosedForSend{}
+		}
+	case q.spinning.Load() && allPureACKs(all[:sent]):
+		// netstack acks every received batch at once; the reply
+		// usually follows within microseconds. Leave the kick to the
+		// reply, or to the spinning worker after ackKickDelay, so the
+		// ACK costs no syscall of its own.
+		q.ackDeferredAt.CompareAndSwap(0, time.Now().UnixNano())
+		q.acksDeferred.Add(1)
+	case q.spinning.Load():
+		// The spinning worker kicks at the top of its next loop, once
+		// for everything writers queued meanwhile: after a delivery it
+		// yields to the readied goroutines first, so their replies
+		// leave in one batch.
+		q.kickWanted.Store(true)
+	default:
+		q.ackDeferredAt.Store(0)
+		if err := q.p.Kick(); err != nil {
+			return 0, &tcpip.ErrClosedForSend{}
+		}
 	}
 	q.txPackets.Add(uint64(sent))
 	if sent == 0 {
@@ -257,6 +325,21 @@ func (e *endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer) int {
 	return consumed
 }
 
+// allPureACKs reports whether every packet is a TCP segment with no
+// payload and only the ACK flag.
+func allPureACKs(pkts []*gstack.PacketBuffer) bool {
+	for _, pkt := range pkts {
+		if pkt.TransportProtocolNumber != header.TCPProtocolNumber || pkt.Data().Size() != 0 {
+			return false
+		}
+		th := pkt.TransportHeader().Slice()
+		if len(th) < header.TCPMinimumSize || header.TCP(th).Flags() != header.TCPFlagAck {
+			return false
+		}
+	}
+	return true
+}
+
 // copyPacket copies pkt's bytes into frame and returns how many.
 func copyPacket(frame []byte, pkt *gstack.PacketBuffer) int {
 	views, off := pkt.AsViewList()
@@ -290,7 +373,10 @@ func (e *endpoint) worker(i int, q *queue) {
 	}
 	var idleSince time.Time
 	idle := 0
+	q.spinning.Store(e.poll != Blocking)
+	defer q.spinning.Store(false)
 	for !e.stop.Load() {
+		q.flushTx()
 		n := q.p.Receive(q.rxDescs[:])
 		if n > 0 {
 			e.deliver(q, q.rxDescs[:n])
@@ -305,11 +391,6 @@ func (e *endpoint) worker(i int, q *queue) {
 		}
 		if idle == 0 {
 			q.p.Refill()
-		}
-		if q.p.TxQueued() > 0 {
-			// A kick hit EAGAIN (peer busy, budget spent): the frames
-			// wait on the TX ring until someone kicks again.
-			q.p.Kick()
 		}
 		idle++
 		if idle%osYield == 0 {
@@ -328,7 +409,7 @@ func (e *endpoint) worker(i int, q *queue) {
 				idleSince = time.Now()
 			}
 			if idle%64 == 0 && time.Since(idleSince) > e.spinBudget {
-				q.p.Wait(100 * time.Millisecond)
+				q.sleep()
 				idle = 0
 			} else if idle%spinYield == 0 {
 				runtime.Gosched()
@@ -337,6 +418,19 @@ func (e *endpoint) worker(i int, q *queue) {
 			q.p.Wait(100 * time.Millisecond)
 		}
 	}
+}
+
+// sleep blocks an adaptive worker in Wait, first making sure nothing is
+// left for it to kick.
+func (q *queue) sleep() {
+	q.spinning.Store(false)
+	if q.p.TxQueued() > 0 {
+		q.kickWanted.Store(false)
+		q.ackDeferredAt.Store(0)
+		q.p.Kick()
+	}
+	q.p.Wait(100 * time.Millisecond)
+	q.spinning.Store(true)
 }
 
 // deliver hands a batch of received frames to netstack, copying each once

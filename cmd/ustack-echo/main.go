@@ -128,7 +128,7 @@ func runServer(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	var sf stackFlags
 	sf.register(fs)
-	listen := fs.String("listen", ":7000", "`address` to listen on")
+	listen := fs.String("listen", ":7000", "`address` to listen on (TCP also runs a discard server for -mode bulk on the next port)")
 	proto := fs.String("proto", "tcp", "`protocol`: tcp or udp")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to `file`")
 	if err := fs.Parse(args); err != nil {
@@ -157,6 +157,7 @@ func runServer(ctx context.Context, args []string) error {
 	}
 	var ln net.Listener
 	var pc net.PacketConn
+	var srv *stack.Stack
 	switch sf.which {
 	case "kernel":
 		if *proto == "tcp" {
@@ -177,6 +178,7 @@ func runServer(ctx context.Context, args []string) error {
 		}
 		defer s.Close()
 		defer printStats(s)
+		srv = s
 		if *proto == "tcp" {
 			ln, err = s.Listen("tcp", *listen)
 		} else {
@@ -186,10 +188,34 @@ func runServer(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	if ln != nil {
-		fmt.Printf("echo server (%s, tcp) on %v\n", sf.which, ln.Addr())
+		ap, err := netip.ParseAddrPort(ln.Addr().String())
+		if err != nil {
+			// A wildcard listener: the discard server is wildcard too.
+			_, p, _ := net.SplitHostPort(ln.Addr().String())
+			ap, err = netip.ParseAddrPort("0.0.0.0:" + p)
+			if err != nil {
+				return err
+			}
+		}
+		daddr := netip.AddrPortFrom(ap.Addr(), ap.Port()+1).String()
+		if ap.Addr().IsUnspecified() {
+			daddr = fmt.Sprintf(":%d", ap.Port()+1)
+		}
+		var dln net.Listener
+		if srv != nil {
+			dln, err = srv.Listen("tcp", daddr)
+		} else {
+			dln, err = net.Listen("tcp", daddr)
+		}
+		if err != nil {
+			return fmt.Errorf("discard server: %w", err)
+		}
+		defer dln.Close()
+		fmt.Printf("echo server (%s, tcp) on %v, discard server on %v\n", sf.which, ln.Addr(), dln.Addr())
 		go func() { errc <- echo.ServeTCP(ln) }()
+		go func() { errc <- echo.ServeDiscard(dln) }()
 		defer ln.Close()
 	} else {
 		fmt.Printf("echo server (%s, udp) on %v\n", sf.which, pc.LocalAddr())
@@ -212,7 +238,7 @@ func runClient(ctx context.Context, args []string) error {
 	fs.Lookup("stack").DefValue = "kernel"
 	sf.which = "kernel"
 	connect := fs.String("connect", "", "echo server `address` (ip:port)")
-	mode := fs.String("mode", "pingpong", "`workload`: pingpong (RTT), rate (requests/s) or stream (throughput)")
+	mode := fs.String("mode", "pingpong", "`workload`: pingpong (RTT), rate (requests/s) or bulk (one-way throughput to the discard server on the next port)")
 	proto := fs.String("proto", "tcp", "`protocol` for pingpong: tcp or udp")
 	size := fs.Int("size", 64, "message `bytes`")
 	conns := fs.Int("conns", 32, "connections (rate)")
@@ -272,20 +298,25 @@ func runClient(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Printf("%d requests in %v: %.0f requests/s\n", n, el.Round(time.Millisecond), float64(n)/el.Seconds())
-	case "stream":
-		c, err := dial(ctx, "tcp", *connect)
+	case "bulk":
+		ap, err := netip.ParseAddrPort(*connect)
+		if err != nil {
+			return fmt.Errorf("-connect: %w", err)
+		}
+		target := netip.AddrPortFrom(ap.Addr(), ap.Port()+1).String()
+		c, err := dial(ctx, "tcp", target)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		fmt.Printf("stream over %s to %s for %v...\n", sf.which, *connect, *duration)
-		n, el, err := echo.Stream(ctx, c, *duration)
+		fmt.Printf("bulk over %s to %s for %v...\n", sf.which, target, *duration)
+		n, el, err := echo.Bulk(ctx, c, *duration)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%d bytes each way in %v: %.2f Gbit/s each way\n", n, el.Round(time.Millisecond), float64(n)*8/el.Seconds()/1e9)
+		fmt.Printf("%d bytes in %v: %.2f Gbit/s\n", n, el.Round(time.Millisecond), float64(n)*8/el.Seconds()/1e9)
 	default:
-		return fmt.Errorf("-mode %q: want pingpong, rate or stream", *mode)
+		return fmt.Errorf("-mode %q: want pingpong, rate or bulk", *mode)
 	}
 	return nil
 }

@@ -1,12 +1,13 @@
-// Package echo holds the echo server and the client workloads that
+// Package echo holds the servers and the client workloads that
 // cmd/ustack-echo and the benchmark share, so every contender is measured
-// by the same code: a ping-pong for round-trip times, pipelined requests
-// over many connections for a rate, and a single-flow stream for
-// throughput.
+// by the same code: a ping-pong for round-trip times and pipelined
+// requests over many connections for a rate (against an echo server), and
+// a one-way bulk transfer for throughput (against a discard server).
 package echo
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -254,46 +255,73 @@ func Rate(ctx context.Context, dial Dialer, cfg RateConfig) (int64, time.Duratio
 	return n, elapsed, err
 }
 
-// Stream writes to an echo server over c for d and reads everything back,
-// returning the bytes that made the round trip and the time taken.
-func Stream(ctx context.Context, c net.Conn, d time.Duration) (int64, time.Duration, error) {
+// ServeDiscard reads every connection ln accepts to its end, then writes
+// back the number of bytes it read (8 bytes, big-endian) and closes it:
+// the server side of Bulk. It returns nil when ln is closed.
+func ServeDiscard(ln net.Listener) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			buf := make([]byte, 256<<10)
+			var n int64
+			for {
+				m, err := c.Read(buf)
+				n += int64(m)
+				if err != nil {
+					if err != io.EOF {
+						return
+					}
+					break
+				}
+			}
+			var b [8]byte
+			binary.BigEndian.PutUint64(b[:], uint64(n))
+			c.Write(b[:])
+		}()
+	}
+}
+
+// Bulk writes to a ServeDiscard server over c for d, closes its write
+// side, and waits for the server's count of what it received. It returns
+// the bytes transferred one way and the time until the server had them
+// all.
+func Bulk(ctx context.Context, c net.Conn, d time.Duration) (int64, time.Duration, error) {
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok {
+		return 0, 0, errors.New("bulk needs a connection with CloseWrite")
+	}
 	buf := make([]byte, 256<<10)
-	var sent atomic.Int64
 	start := time.Now()
 	c.SetDeadline(start.Add(d + 30*time.Second))
-	werr := make(chan error, 1)
-	go func() {
-		for time.Since(start) < d && ctx.Err() == nil {
-			n, err := c.Write(buf)
-			sent.Add(int64(n))
-			if err != nil {
-				werr <- err
-				return
-			}
-		}
-		if cw, ok := c.(interface{ CloseWrite() error }); ok {
-			cw.CloseWrite()
-		}
-		werr <- nil
-	}()
-	rbuf := make([]byte, 256<<10)
-	var got int64
-	for {
-		n, err := c.Read(rbuf)
-		got += int64(n)
-		if err == io.EOF {
-			break
-		}
+	var sent int64
+	for time.Since(start) < d && ctx.Err() == nil {
+		n, err := c.Write(buf)
+		sent += int64(n)
 		if err != nil {
-			return got, time.Since(start), fmt.Errorf("read: %w", err)
+			return sent, time.Since(start), fmt.Errorf("write: %w", err)
 		}
+	}
+	if err := cw.CloseWrite(); err != nil {
+		return sent, time.Since(start), fmt.Errorf("close write: %w", err)
+	}
+	var b [8]byte
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		return sent, time.Since(start), fmt.Errorf("read count: %w", err)
 	}
 	elapsed := time.Since(start)
-	if err := <-werr; err != nil {
-		return got, elapsed, fmt.Errorf("write: %w", err)
+	if got := int64(binary.BigEndian.Uint64(b[:])); got != sent {
+		return got, elapsed, fmt.Errorf("sent %d bytes, server received %d", sent, got)
 	}
-	if got != sent.Load() {
-		return got, elapsed, fmt.Errorf("sent %d bytes, %d came back", sent.Load(), got)
-	}
-	return got, elapsed, nil
+	return sent, elapsed, nil
 }

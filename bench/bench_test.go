@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ustack-dev/ustack/vethtest"
+)
+
+func TestMain(m *testing.M) {
+	maybeRunRole() // children of the benchmark re-execute this binary
+	os.Exit(vethtest.Main(m))
+}
+
+func TestParseFlags(t *testing.T) {
+	for _, bad := range [][]string{
+		{"-duration", "1ms"},
+		{"-sizes", "0"},
+		{"-sizes", "64,abc"},
+		{"-contenders", "kernel,nope"},
+		{"-conns", "0"},
+		{"-runs", "0"},
+		{"extra"},
+	} {
+		if _, err := parseFlags(bad); err == nil {
+			t.Errorf("parseFlags(%q) accepted", bad)
+		}
+	}
+	o, err := parseFlags([]string{"-quick", "-contenders", "ustack"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.contenders[0] != "kernel" || o.duration > 400e6 || len(o.sizes) != 1 {
+		t.Errorf("quick options: %+v", o)
+	}
+}
+
+// TestPrivilegedQuickRun runs the whole benchmark in -quick mode and checks
+// that every contender produced sane figures, without asserting any
+// timing: on a 2-vCPU VM the figures are too noisy for that.
+func TestPrivilegedQuickRun(t *testing.T) {
+	vethtest.Privileged(t)
+	o, err := parseFlags([]string{"-quick", "-out", t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	o.log = func(f string, a ...any) { log.WriteString(strings.TrimSpace(sprintf(f, a...)) + "\n") }
+	rep, err := run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	var out strings.Builder
+	if err := rep.write(o.out, &out); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + log.String() + out.String())
+	if len(rep.Failures) > 0 {
+		t.Errorf("failures: %v", rep.Failures)
+	}
+	seen := map[string]bool{}
+	for _, r := range rep.Results {
+		key := r.Contender + "/" + r.Workload
+		seen[key] = true
+		if r.Error != "" {
+			t.Errorf("%s: %s", key, r.Error)
+			continue
+		}
+		if r.Seconds <= 0 || math.IsNaN(r.Seconds) || r.ServerCPU < 0 || r.ClientCPU < 0 {
+			t.Errorf("%s: seconds %v, cpu %v/%v", key, r.Seconds, r.ServerCPU, r.ClientCPU)
+		}
+		switch r.Workload {
+		case "pingpong":
+			q := r.RTT
+			if q == nil || r.Count < 10 || !(q.P50 > 0 && q.P50 <= q.P90 && q.P90 <= q.P99 && q.P99 <= q.P999 && q.P999 <= q.Max) || len(r.CDF) == 0 {
+				t.Errorf("%s: implausible RTT %+v over %d round trips", key, q, r.Count)
+			}
+		case "rate":
+			if r.Count < 10 || r.ReqPerSec <= 0 {
+				t.Errorf("%s: %d requests, %v/s", key, r.Count, r.ReqPerSec)
+			}
+		case "bulk":
+			if r.Bytes < 1<<20 || r.Gbps <= 0 {
+				t.Errorf("%s: %d bytes, %v Gbit/s", key, r.Bytes, r.Gbps)
+			}
+		}
+	}
+	for _, c := range allContenders {
+		for _, w := range c.Workloads {
+			if !seen[c.Name+"/"+w] {
+				t.Errorf("no result for %s/%s", c.Name, w)
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(o.out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back report
+	if err := json.Unmarshal(b, &back); err != nil || len(back.Medians) != len(rep.Medians) {
+		t.Errorf("results.json does not round-trip: %v", err)
+	}
+	for _, f := range []string{"rtt_cdf.png", "bars.png"} {
+		if st, err := os.Stat(filepath.Join(o.out, f)); err != nil || st.Size() < 1000 {
+			t.Errorf("%s missing or empty: %v", f, err)
+		}
+	}
+}
+
+func sprintf(f string, a ...any) string { return fmt.Sprintf(f, a...) }

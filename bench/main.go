@@ -1,0 +1,134 @@
+// Command bench is ustack's echo benchmark against the kernel's TCP.
+//
+// It builds its own topology (two new network namespaces joined by a veth
+// pair), then runs each contender in turn on that same pair with the same
+// client code and message sizes:
+//
+//	kernel           Go net echo server on the kernel's TCP, default settings
+//	kernel-busypoll  kernel TCP, SO_BUSY_POLL on every socket and spinning
+//	                 non-blocking reads at both ends
+//	ustack           the same echo server on a ustack listener (spin polling)
+//	ustack-adaptive  ustack with adaptive polling
+//	ustack-blocking  ustack with blocking polling
+//	ustack-ustack    ustack at both ends
+//	gvisor-xdp       gVisor netstack over gVisor's own AF_XDP endpoint
+//	floor            a raw AF_XDP UDP reflector: no TCP/IP stack at all
+//
+// Workloads: single-connection ping-pong at several sizes (RTT percentiles
+// from an HDR histogram) and N connections for requests/s against an echo
+// server, and a single-flow one-way bulk transfer for Gbit/s against a
+// discard server, each with server and client CPU time.
+// Servers and clients run as separate processes inside the namespaces;
+// every figure is also given as a ratio to the kernel contender of the
+// same run. Output: a table on the terminal, results.json, rtt_cdf.png and
+// bars.png in -out.
+//
+//	go run ./bench            # full run, a few minutes
+//	go run ./bench -quick     # under a minute, for smoke tests
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the benchmark's settings.
+type options struct {
+	quick      bool
+	duration   time.Duration // per measurement
+	warmup     int           // ping-pong warm-up round trips
+	sizes      []int         // ping-pong sizes
+	conns      int
+	pipeline   int
+	runs       int
+	out        string
+	contenders []string
+	log        func(format string, args ...any)
+}
+
+func main() {
+	maybeRunRole()
+	opts, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if err == flag.ErrHelp {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := run(ctx, opts)
+	if rep != nil {
+		if werr := rep.write(opts.out, os.Stdout); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (options, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	quick := fs.Bool("quick", false, "short run (under a minute): 64-byte ping-pong, fewer connections, short durations")
+	duration := fs.Duration("duration", 3*time.Second, "measured `time` per workload and contender")
+	warmup := fs.Int("warmup", 2000, "ping-pong warm-up round trips (not recorded)")
+	sizes := fs.String("sizes", "64,1024,8192", "comma-separated ping-pong message `sizes` in bytes (the floor uses those ≤ 1400)")
+	conns := fs.Int("conns", 32, "connections for the rate workload")
+	pipeline := fs.Int("pipeline", 1, "requests in flight per connection for the rate workload")
+	runs := fs.Int("runs", 1, "repeat every measurement this many times and report medians")
+	out := fs.String("out", "results", "`directory` for results.json and the plots")
+	contenders := fs.String("contenders", strings.Join(allContenderNames(), ","), "comma-separated `contenders` to run (kernel always runs, as the reference)")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	o := options{quick: *quick, duration: *duration, warmup: *warmup, conns: *conns, pipeline: *pipeline, runs: *runs, out: *out,
+		log: func(f string, a ...any) { fmt.Printf(f, a...) }}
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 1<<20 {
+			return o, fmt.Errorf("-sizes: %q is not a size from 1 to 1048576", s)
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	if o.duration < 100*time.Millisecond || o.duration > 10*time.Minute {
+		return o, fmt.Errorf("-duration %v: want 100ms to 10m", o.duration)
+	}
+	if o.warmup < 0 || o.conns < 1 || o.conns > 10000 || o.pipeline < 1 || o.pipeline > 1024 || o.runs < 1 || o.runs > 100 {
+		return o, fmt.Errorf("-warmup ≥ 0, -conns 1..10000, -pipeline 1..1024, -runs 1..100")
+	}
+	known := map[string]bool{}
+	for _, n := range allContenderNames() {
+		known[n] = true
+	}
+	o.contenders = []string{"kernel"}
+	for _, c := range strings.Split(*contenders, ",") {
+		c = strings.TrimSpace(c)
+		if !known[c] {
+			return o, fmt.Errorf("-contenders: unknown %q (known: %s)", c, strings.Join(allContenderNames(), ", "))
+		}
+		if c != "kernel" {
+			o.contenders = append(o.contenders, c)
+		}
+	}
+	if o.quick {
+		o.duration = min(o.duration, 400*time.Millisecond)
+		o.warmup = min(o.warmup, 300)
+		o.sizes = []int{64}
+		o.conns = min(o.conns, 8)
+		o.runs = 1
+	}
+	return o, nil
+}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+func (r *report) find(contender, workload string, size int) *result {
+	for i := range r.Medians {
+		m := &r.Medians[i]
+		if m.Contender == contender && m.Workload == workload && (size == 0 || m.Size == size) && m.Error == "" {
+			return m
+		}
+	}
+	return nil
+}
+
+func ratio(a, b float64) string {
+	if b == 0 || a == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", a/b)
+}
+
+// write prints the tables and targets to w and writes results.json and the
+// plots to dir.
+func (r *report) write(dir string, w io.Writer) error {
+	r.printTables(w)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644); err != nil {
+		return err
+	}
+	if err := r.plotCDF(filepath.Join(dir, "rtt_cdf.png")); err != nil {
+		return fmt.Errorf("cdf plot: %w", err)
+	}
+	if err := r.plotBars(filepath.Join(dir, "bars.png")); err != nil {
+		return fmt.Errorf("bar chart: %w", err)
+	}
+	fmt.Fprintf(w, "\nwrote %s, %s, %s\n", filepath.Join(dir, "results.json"), filepath.Join(dir, "rtt_cdf.png"), filepath.Join(dir, "bars.png"))
+	return nil
+}
+
+func (r *report) contenders() []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, m := range r.Medians {
+		if !seen[m.Contender] {
+			seen[m.Contender] = true
+			names = append(names, m.Contender)
+		}
+	}
+	return names
+}
+
+func (r *report) printTables(w io.Writer) {
+	m := r.Machine
+	fmt.Fprintf(w, "\nmachine: %d vCPUs (%s), Linux %s, %s, XDP %s, AF_XDP %s\n", m.CPUs, m.CPUModel, m.Kernel, m.Link, m.XDPMode, m.SocketMod)
+	fmt.Fprintf(w, "processes: servers in one namespace, clients in the other; ustack processes run with GOMAXPROCS=%d, kernel ones with Go's default\n", ustackProcs)
+	names := r.contenders()
+	var sizes []int
+	for _, x := range r.Medians {
+		if x.Contender == "kernel" && x.Workload == "pingpong" {
+			sizes = append(sizes, x.Size)
+		}
+	}
+	for _, size := range sizes {
+		kp := r.find("kernel", "pingpong", size)
+		fmt.Fprintf(w, "\nping-pong, %d bytes, one connection (RTT in µs; ×k = ratio to kernel, lower is better)\n", size)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "contender\tp50\tp90\tp99\tp99.9\tmax\tp50 ×k\tp99 ×k\tsrv CPU s/Mreq\tcli CPU s/Mreq\t")
+		for _, n := range names {
+			x := r.find(n, "pingpong", size)
+			if x == nil || x.RTT == nil {
+				continue
+			}
+			p50k, p99k := "-", "-"
+			if kp != nil {
+				p50k, p99k = ratio(x.RTT.P50, kp.RTT.P50), ratio(x.RTT.P99, kp.RTT.P99)
+			}
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%.1f\t%.1f\t\n", n, x.RTT.P50, x.RTT.P90, x.RTT.P99, x.RTT.P999, x.RTT.Max,
+				p50k, p99k, x.ServerCPUPerM, x.ClientCPUPerM)
+		}
+		tw.Flush()
+	}
+	if kr := r.find("kernel", "rate", 0); kr != nil {
+		fmt.Fprintf(w, "\nrequests/s, %d connections, 64-byte requests, pipeline %d (×k higher is better)\n", kr.Conns, kr.Pipeline)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "contender\trequests/s\t×k\tsrv CPU s/Mreq\tcli CPU s/Mreq\t")
+		for _, n := range names {
+			if x := r.find(n, "rate", 0); x != nil {
+				fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\t%.1f\t\n", n, x.ReqPerSec, ratio(x.ReqPerSec, kr.ReqPerSec), x.ServerCPUPerM, x.ClientCPUPerM)
+			}
+		}
+		tw.Flush()
+	}
+	if ks := r.find("kernel", "bulk", 0); ks != nil {
+		fmt.Fprintln(w, "\nsingle-flow bulk transfer, client to server (Gbit/s; ×k higher is better)")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "contender\tGbit/s\t×k\tsrv CPU s\tcli CPU s\t")
+		for _, n := range names {
+			if x := r.find(n, "bulk", 0); x != nil {
+				fmt.Fprintf(tw, "%s\t%.2f\t%s\t%.2f\t%.2f\t\n", n, x.Gbps, ratio(x.Gbps, ks.Gbps), x.ServerCPU, x.ClientCPU)
+			}
+		}
+		tw.Flush()
+	}
+	r.printTargets(w)
+	for _, f := range r.Failures {
+		fmt.Fprintf(w, "failure: %s\n", f)
+	}
+	for _, x := range r.Results {
+		if x.Error != "" {
+			fmt.Fprintf(w, "failure: %s %s %dB run %d: %s\n", x.Contender, x.Workload, x.Size, x.Run, x.Error)
+		}
+	}
+}
+
+// printTargets checks the project's performance targets against this run.
+func (r *report) printTargets(w io.Writer) {
+	p := func(c string, q func(*rttQuantiles) float64) float64 {
+		if x := r.find(c, "pingpong", 64); x != nil && x.RTT != nil {
+			return q(x.RTT)
+		}
+		return math.NaN()
+	}
+	p50 := func(q *rttQuantiles) float64 { return q.P50 }
+	p99 := func(q *rttQuantiles) float64 { return q.P99 }
+	val := func(c, wl string) float64 {
+		if x := r.find(c, wl, 0); x != nil {
+			if wl == "bulk" {
+				return x.Gbps
+			}
+			return x.ReqPerSec
+		}
+		return math.NaN()
+	}
+	type target struct {
+		what       string
+		got, limit float64
+		le         bool // got must be ≤ limit (else ≥)
+	}
+	ts := []target{
+		{"ustack p50 ≤ 0.6× kernel", p("ustack", p50) / p("kernel", p50), 0.6, true},
+		{"ustack p99 ≤ 0.5× kernel", p("ustack", p99) / p("kernel", p99), 0.5, true},
+		{"ustack p50 below kernel-busypoll", p("ustack", p50) / p("kernel-busypoll", p50), 1, true},
+		{"ustack-ustack p50 ≤ 0.5× kernel", p("ustack-ustack", p50) / p("kernel", p50), 0.5, true},
+		{"ustack p50 ≤ 1.3× floor", p("ustack", p50) / p("floor", p50), 1.3, true},
+		{"ustack requests/s ≥ 2× kernel", val("ustack", "rate") / val("kernel", "rate"), 2, false},
+		{"ustack RTT ≥ 10× better than gvisor-xdp", p("gvisor-xdp", p50) / p("ustack", p50), 10, false},
+		{"ustack Gbit/s ≥ 10× gvisor-xdp", val("ustack", "bulk") / val("gvisor-xdp", "bulk"), 10, false},
+	}
+	fmt.Fprintln(w, "\ntargets (64-byte figures, this run):")
+	for _, t := range ts {
+		verdict := "not met"
+		switch {
+		case math.IsNaN(t.got) || math.IsInf(t.got, 0):
+			verdict = "not measured"
+		case t.le && t.got <= t.limit, !t.le && t.got >= t.limit:
+			verdict = "met"
+		}
+		fmt.Fprintf(w, "  %-42s %6.2f  %s\n", t.what, t.got, verdict)
+	}
+}
+
+func (r *report) plotCDF(path string) error {
+	p := plot.New()
+	p.Title.Text = "64-byte ping-pong RTT, CDF"
+	p.X.Label.Text = "RTT (µs, log scale)"
+	p.Y.Label.Text = "fraction of round trips"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top = false
+	p.Legend.Left = false
+	i := 0
+	for _, n := range r.contenders() {
+		x := r.find(n, "pingpong", 64)
+		if x == nil || len(x.CDF) == 0 {
+			continue
+		}
+		pts := make(plotter.XYs, 0, len(x.CDF))
+		for _, c := range x.CDF {
+			if c[0] > 0 {
+				pts = append(pts, plotter.XY{X: c[0], Y: c[1]})
+			}
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(i)
+		l.Dashes = plotutil.Dashes(i / 7)
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(n, l)
+		i++
+	}
+	return p.Save(9*vg.Inch, 5.5*vg.Inch, path)
+}
+
+func (r *report) plotBars(path string) error {
+	names := r.contenders()
+	var p50, p99 plotter.Values
+	var labels []string
+	for _, n := range names {
+		x := r.find(n, "pingpong", 64)
+		if x == nil || x.RTT == nil {
+			continue
+		}
+		labels = append(labels, n)
+		p50 = append(p50, x.RTT.P50)
+		p99 = append(p99, x.RTT.P99)
+	}
+	p := plot.New()
+	p.Title.Text = "64-byte ping-pong RTT (µs, lower is better)"
+	p.Y.Label.Text = "µs"
+	w := vg.Points(14)
+	b50, err := plotter.NewBarChart(p50, w)
+	if err != nil {
+		return err
+	}
+	b50.Color = color.RGBA{R: 40, G: 110, B: 200, A: 255}
+	b50.Offset = -w / 2
+	b99, err := plotter.NewBarChart(p99, w)
+	if err != nil {
+		return err
+	}
+	b99.Color = color.RGBA{R: 220, G: 120, B: 40, A: 255}
+	b99.Offset = w / 2
+	p.Add(b50, b99)
+	p.Legend.Add("p50", b50)
+	p.Legend.Add("p99", b99)
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(40)
+	p.NominalX(labels...)
+	p.Y.Min = 0
+	for _, v := range p99 {
+		p.Y.Max = math.Max(p.Y.Max, v*1.2)
+	}
+	p.X.Tick.Label.Rotation = 0.5
+	p.X.Tick.Label.XAlign = -0.9
+	return p.Save(9*vg.Inch, 5*vg.Inch, path)
+}

@@ -1,0 +1,345 @@
+package main
+
+// The benchmark runs each server and each client as a child process of its
+// own, started inside the right namespace, so that CPU time can be charged
+// to each and so that no contender shares a Go runtime with its client.
+// A child learns its role from the USTACK_BENCH_ROLE environment variable
+// (so the same binary works under go run and go test) and its settings
+// from its arguments.
+
+import (
+	"bufio"
+	"encoding/binary"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/ustack-dev/ustack/internal/echo"
+	"github.com/ustack-dev/ustack/stack"
+	"github.com/ustack-dev/ustack/vethtest"
+	"golang.org/x/sys/unix"
+)
+
+const roleEnv = "USTACK_BENCH_ROLE"
+
+// Addresses beyond vethtest's: what a ustack client owns on the Kernel
+// host's link.
+var clientUstackIPv4 = netip.MustParseAddr("198.18.0.20")
+
+// maybeRunRole runs the child role named in the environment, if any, and
+// exits.
+func maybeRunRole() {
+	role := os.Getenv(roleEnv)
+	if role == "" {
+		return
+	}
+	var err error
+	switch role {
+	case "serve":
+		err = serveMain(os.Args[1:])
+	case "client":
+		err = clientMain(os.Args[1:])
+	default:
+		err = fmt.Errorf("unknown role %q", role)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench %s: %v\n", role, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// serveMain runs one contender's echo server until its standard input
+// closes (the parent going away closes it too). It prints "READY" once it
+// accepts connections.
+func serveMain(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	contender := fs.String("contender", "", "server kind")
+	iface := fs.String("iface", "", "interface")
+	poll := fs.String("poll", "spin", "ustack polling policy")
+	port := fs.Int("port", 7000, "port")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	stop, err := startServer(*contender, *iface, *poll, uint16(*port))
+	if err != nil {
+		return err
+	}
+	fmt.Println("READY")
+	io.Copy(io.Discard, os.Stdin)
+	// Clean up, but not forever: gVisor's own endpoint can hang in its
+	// teardown. Exiting releases the sockets, UMEM and XDP link anyway.
+	done := make(chan struct{})
+	go func() { stop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		fmt.Fprintf(os.Stderr, "bench serve: %s cleanup still running after 3s; exiting\n", *contender)
+	}
+	return nil
+}
+
+// clientResult is what a client child reports, as one JSON line.
+type clientResult struct {
+	Count    int64           `json:"count"`
+	Seconds  float64         `json:"seconds"`
+	Bytes    int64           `json:"bytes,omitempty"`
+	RTT      *rttQuantiles   `json:"rtt,omitempty"`
+	CDF      [][2]float64    `json:"cdf,omitempty"` // (µs, fraction) pairs
+	Error    string          `json:"error,omitempty"`
+	Extra    json.RawMessage `json:"extra,omitempty"`
+	Workload string          `json:"workload"`
+}
+
+type rttQuantiles struct {
+	P50, P90, P99, P999, Max float64 // microseconds
+}
+
+// clientMain runs one workload against a server and prints START and END
+// around the measured part (the parent samples the server's CPU time
+// then) and finally the result as JSON.
+func clientMain(args []string) error {
+	fs := flag.NewFlagSet("client", flag.ContinueOnError)
+	dialKind := fs.String("dial", "kernel", "kernel, busypoll or ustack")
+	iface := fs.String("iface", "", "interface (ustack client)")
+	addr := fs.String("addr", "", "echo server address")
+	bulkAddr := fs.String("bulk-addr", "", "discard server address (bulk)")
+	proto := fs.String("proto", "tcp", "tcp or udp")
+	workload := fs.String("workload", "pingpong", "pingpong, rate or bulk")
+	size := fs.Int("size", 64, "message bytes")
+	conns := fs.Int("conns", 32, "rate connections")
+	pipeline := fs.Int("pipeline", 1, "rate pipeline depth")
+	duration := fs.Duration("duration", 3*time.Second, "measured time")
+	warmup := fs.Int("warmup", 1000, "ping-pong warm-up round trips")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	dial, closeDial, err := clientDialer(*dialKind, *iface)
+	if err != nil {
+		return err
+	}
+	defer closeDial()
+	res := clientResult{Workload: *workload}
+	out := bufio.NewWriter(os.Stdout)
+	mark := func(s string) { fmt.Fprintln(out, s); out.Flush() }
+	switch *workload {
+	case "pingpong":
+		c, err := dial(ctx, *proto, *addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		// Warm-up outside the marks, then the measured run.
+		if _, err := echo.PingPong(ctx, c, echo.PingPongConfig{Size: *size, Warmup: -1, Count: *warmup}); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		mark("START")
+		t0 := time.Now()
+		h, err := echo.PingPong(ctx, c, echo.PingPongConfig{Size: *size, Warmup: -1, Duration: *duration})
+		res.Seconds = time.Since(t0).Seconds()
+		mark("END")
+		if err != nil {
+			return err
+		}
+		res.Count = h.TotalCount()
+		q := func(p float64) float64 { return float64(h.ValueAtQuantile(p)) / 1e3 }
+		res.RTT = &rttQuantiles{P50: q(50), P90: q(90), P99: q(99), P999: q(99.9), Max: float64(h.Max()) / 1e3}
+		for _, b := range h.CumulativeDistribution() {
+			res.CDF = append(res.CDF, [2]float64{float64(b.ValueAt) / 1e3, b.Quantile / 100})
+		}
+	case "rate":
+		// echo.Rate marks nothing itself: its warm-up is half a second,
+		// so START comes after that.
+		go func() {
+			time.Sleep(500 * time.Millisecond)
+			mark("START")
+		}()
+		n, el, err := echo.Rate(ctx, dial, echo.RateConfig{Network: *proto, Address: *addr, Conns: *conns, Size: *size, Pipeline: *pipeline, Duration: *duration, Warmup: 500 * time.Millisecond})
+		mark("END")
+		if err != nil {
+			return err
+		}
+		res.Count, res.Seconds = n, el.Seconds()
+	case "bulk":
+		c, err := dial(ctx, "tcp", *bulkAddr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		mark("START")
+		n, el, err := echo.Bulk(ctx, c, *duration)
+		mark("END")
+		if err != nil {
+			return err
+		}
+		res.Bytes, res.Seconds = n, el.Seconds()
+	default:
+		return fmt.Errorf("unknown workload %q", *workload)
+	}
+	b, _ := json.Marshal(res)
+	fmt.Fprintf(out, "RESULT %s\n", b)
+	return out.Flush()
+}
+
+// clientDialer returns how the client connects: the kernel's sockets, the
+// kernel's with busy polling and spinning reads, or a ustack instance on
+// the Kernel host's veth end.
+func clientDialer(kind, iface string) (echo.Dialer, func(), error) {
+	nd := &net.Dialer{Timeout: 5 * time.Second}
+	switch kind {
+	case "kernel":
+		return nd.DialContext, func() {}, nil
+	case "busypoll":
+		return func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := nd.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return newBusyConn(c)
+		}, func() {}, nil
+	case "ustack":
+		s, err := stack.New(stack.Config{
+			Interface: iface,
+			Addrs:     []netip.Prefix{netip.PrefixFrom(clientUstackIPv4, vethtest.PrefixLen4)},
+			Poll:      stack.Spin,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return s.DialContext, func() { s.Close() }, nil
+	}
+	return nil, nil, fmt.Errorf("unknown dialer %q", kind)
+}
+
+// busyConn reads by spinning on a non-blocking socket with SO_BUSY_POLL
+// set, the strongest latency setting the kernel offers per socket.
+type busyConn struct {
+	net.Conn
+	fd int
+	f  *os.File
+}
+
+// busyPollMicros is the SO_BUSY_POLL budget set on each socket.
+const busyPollMicros = 50
+
+func newBusyConn(c net.Conn) (net.Conn, error) {
+	fc, ok := c.(interface{ File() (*os.File, error) })
+	if !ok {
+		c.Close()
+		return nil, errors.New("busy poll needs a socket")
+	}
+	f, err := fc.File() // a dup, in blocking mode
+	c.Close()
+	if err != nil {
+		return nil, err
+	}
+	fd := int(f.Fd())
+	if err := unix.SetNonblock(fd, true); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BUSY_POLL, busyPollMicros); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("SO_BUSY_POLL: %w", err)
+	}
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	nc, err := net.FileConn(f) // for addresses only
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &busyConn{Conn: nc, fd: fd, f: f}, nil
+}
+
+func (b *busyConn) Read(p []byte) (int, error) {
+	for spins := 0; ; spins++ {
+		n, err := unix.Read(b.fd, p)
+		if n > 0 {
+			return n, nil
+		}
+		if n == 0 && err == nil {
+			return 0, io.EOF
+		}
+		if err != unix.EAGAIN && err != unix.EINTR {
+			return 0, err
+		}
+		if spins > 50_000_000 {
+			return 0, os.ErrDeadlineExceeded
+		}
+	}
+}
+
+func (b *busyConn) Write(p []byte) (int, error) {
+	w := 0
+	for w < len(p) {
+		n, err := unix.Write(b.fd, p[w:])
+		if n > 0 {
+			w += n
+		}
+		if err != nil && err != unix.EAGAIN && err != unix.EINTR {
+			return w, err
+		}
+	}
+	return w, nil
+}
+
+func (b *busyConn) CloseWrite() error { return unix.Shutdown(b.fd, unix.SHUT_WR) }
+
+func (b *busyConn) Close() error {
+	b.Conn.Close()
+	return b.f.Close()
+}
+
+func (b *busyConn) SetDeadline(time.Time) error      { return nil }
+func (b *busyConn) SetReadDeadline(time.Time) error  { return nil }
+func (b *busyConn) SetWriteDeadline(time.Time) error { return nil }
+
+// serveBusyPoll echoes each accepted connection (or, with discard, reads
+// it to the end and writes back the byte count, as echo.ServeDiscard) with
+// a spinning busy-poll read loop.
+func serveBusyPoll(ln net.Listener, discard bool) error {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		bc, err := newBusyConn(c)
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer bc.Close()
+			buf := make([]byte, 256<<10)
+			var total uint64
+			for {
+				n, err := bc.Read(buf)
+				if err != nil {
+					if discard && err == io.EOF {
+						var b [8]byte
+						binary.BigEndian.PutUint64(b[:], total)
+						bc.Write(b[:])
+					}
+					return
+				}
+				total += uint64(n)
+				if discard {
+					continue
+				}
+				if _, err := bc.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}

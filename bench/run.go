@@ -1,0 +1,433 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ustack-dev/ustack/vethtest"
+)
+
+// contender is one server (and client) configuration.
+type contender struct {
+	Name      string
+	Server    string // startServer kind
+	Poll      string // ustack polling policy
+	Client    string // clientDialer kind
+	Proto     string // tcp, or udp for the floor
+	Target    string // "kernel" (the Ustack host's own address) or "ustack"
+	Workloads []string
+}
+
+var allContenders = []contender{
+	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "rate", "bulk"}},
+	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk"}},
+	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}},
+	{"ustack-adaptive", "ustack", "adaptive", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}},
+	{"ustack-blocking", "ustack", "blocking", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}},
+	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}},
+	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}},
+	{"floor", "floor", "", "kernel", "udp", "ustack", []string{"pingpong"}},
+}
+
+func allContenderNames() []string {
+	var n []string
+	for _, c := range allContenders {
+		n = append(n, c.Name)
+	}
+	return n
+}
+
+const benchPort = 7000
+
+// ustackProcs is GOMAXPROCS for processes running ustack: one P for its
+// one worker, so netstack's goroutine hand-offs stay on that P instead of
+// waking threads on the other CPU (measured here: server time per request
+// 17 µs with two Ps, 12 µs with one). The kernel contenders keep Go's
+// default, which measured no worse than one P for them.
+const ustackProcs = 1
+
+func procsEnv(kind string) []string {
+	if kind == "ustack" {
+		return []string{fmt.Sprintf("GOMAXPROCS=%d", ustackProcs)}
+	}
+	return nil
+}
+
+// result is one measurement (or, in the report, the median of runs).
+type result struct {
+	Contender string        `json:"contender"`
+	Workload  string        `json:"workload"`
+	Size      int           `json:"size"`
+	Conns     int           `json:"conns,omitempty"`
+	Pipeline  int           `json:"pipeline,omitempty"`
+	Run       int           `json:"run"`
+	Count     int64         `json:"count"`
+	Seconds   float64       `json:"seconds"`
+	Bytes     int64         `json:"bytes,omitempty"`
+	RTT       *rttQuantiles `json:"rtt_us,omitempty"`
+	CDF       [][2]float64  `json:"cdf,omitempty"`
+	ReqPerSec float64       `json:"requests_per_s,omitempty"`
+	Gbps      float64       `json:"gbit_per_s,omitempty"`
+	// CPU seconds used during the measured window, and per million
+	// requests (round trips for ping-pong).
+	ServerCPU     float64 `json:"server_cpu_s"`
+	ClientCPU     float64 `json:"client_cpu_s"`
+	ServerCPUPerM float64 `json:"server_cpu_s_per_mreq,omitempty"`
+	ClientCPUPerM float64 `json:"client_cpu_s_per_mreq,omitempty"`
+	Error         string  `json:"error,omitempty"`
+}
+
+// report is a whole run.
+type report struct {
+	Machine  machine  `json:"machine"`
+	Options  any      `json:"options"`
+	Started  string   `json:"started"`
+	Results  []result `json:"results"` // every run of every measurement
+	Medians  []result `json:"medians"` // per (contender, workload, size)
+	Failures []string `json:"failures,omitempty"`
+}
+
+type machine struct {
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpu_model"`
+	Kernel    string `json:"kernel"`
+	Go        string `json:"go"`
+	Link      string `json:"link"`
+	XDPMode   string `json:"xdp_mode"`
+	SocketMod string `json:"af_xdp_mode"`
+}
+
+func describeMachine() machine {
+	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), Link: "veth pair between two network namespaces, MTU 1500",
+		XDPMode: "native", SocketMod: "copy (veth has no zero-copy)"}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				m.CPUModel = strings.TrimSpace(l[strings.Index(l, ":")+1:])
+				break
+			}
+		}
+	}
+	return m
+}
+
+// run builds the topology and measures every contender. It returns the
+// report even on error, with what it measured.
+func run(ctx context.Context, o options) (*report, error) {
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("the benchmark builds namespaces and attaches XDP: run it as root (uid %d)", os.Geteuid())
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	pair, err := vethtest.New(vethtest.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer pair.Close()
+	rep := &report{Machine: describeMachine(), Started: time.Now().UTC().Format(time.RFC3339),
+		Options: map[string]any{"quick": o.quick, "duration": o.duration.String(), "warmup": o.warmup, "sizes": o.sizes,
+			"conns": o.conns, "pipeline": o.pipeline, "runs": o.runs, "contenders": o.contenders}}
+	o.log("ustack echo benchmark: %d CPUs (%s), Linux %s, %s\n", rep.Machine.CPUs, rep.Machine.CPUModel, rep.Machine.Kernel, rep.Machine.Link)
+	o.log("topology: %s (client, %v) ⟷ veth ⟷ %s (kernel server %v, ustack %v)\n\n", pair.Kernel.Namespace, pair.Kernel.IPv4,
+		pair.Ustack.Namespace, pair.Ustack.IPv4, vethtest.UstackIPv4)
+
+	var plan []contender
+	for _, name := range o.contenders {
+		for _, c := range allContenders {
+			if c.Name == name {
+				plan = append(plan, c)
+			}
+		}
+	}
+	total := 0
+	for _, c := range plan {
+		total += len(measurements(c, o)) * o.runs
+	}
+	step := 0
+	// Runs are interleaved (run 1 of every contender, then run 2, …) so
+	// that drift on a noisy machine spreads over all of them.
+	for r := 1; r <= o.runs; r++ {
+		for _, c := range plan {
+			if err := ctx.Err(); err != nil {
+				rep.finish()
+				return rep, err
+			}
+			ms := measurements(c, o)
+			srv, err := startServerChild(exe, pair, c)
+			if err != nil {
+				rep.Failures = append(rep.Failures, fmt.Sprintf("%s: server: %v", c.Name, err))
+				o.log("%-16s server failed: %v\n", c.Name, err)
+				step += len(ms)
+				continue
+			}
+			for _, m := range ms {
+				step++
+				o.log("[%d/%d] %-16s %-8s %6dB ", step, total, c.Name, m.Workload, m.Size)
+				m.Run = r
+				res := measure(ctx, exe, pair, c, srv, m, o)
+				rep.Results = append(rep.Results, res)
+				o.log("%s\n", res.summary())
+			}
+			if err := srv.stop(); err != nil {
+				rep.Failures = append(rep.Failures, fmt.Sprintf("%s: server exit: %v", c.Name, err))
+			}
+		}
+	}
+	rep.finish()
+	return rep, nil
+}
+
+// measurements lists what to measure for a contender.
+func measurements(c contender, o options) []result {
+	var ms []result
+	for _, w := range c.Workloads {
+		switch w {
+		case "pingpong":
+			for _, s := range o.sizes {
+				if c.Proto == "udp" && s > 1400 {
+					continue
+				}
+				ms = append(ms, result{Contender: c.Name, Workload: w, Size: s})
+			}
+		case "rate":
+			ms = append(ms, result{Contender: c.Name, Workload: w, Size: 64, Conns: o.conns, Pipeline: o.pipeline})
+		case "bulk":
+			ms = append(ms, result{Contender: c.Name, Workload: w, Size: 256 << 10})
+		}
+	}
+	return ms
+}
+
+func (r result) summary() string {
+	if r.Error != "" {
+		return "FAILED: " + r.Error
+	}
+	switch r.Workload {
+	case "pingpong":
+		return fmt.Sprintf("p50 %7.1fµs  p99 %7.1fµs  (%d round trips, server CPU %.2fs)", r.RTT.P50, r.RTT.P99, r.Count, r.ServerCPU)
+	case "rate":
+		return fmt.Sprintf("%10.0f requests/s  (server CPU %.2fs)", r.ReqPerSec, r.ServerCPU)
+	case "bulk":
+		return fmt.Sprintf("%7.2f Gbit/s  (server CPU %.2fs)", r.Gbps, r.ServerCPU)
+	}
+	return ""
+}
+
+// child is a server or client process.
+type child struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+func spawn(exe string, h *vethtest.Host, env []string, role string, args ...string) (*child, error) {
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(append(os.Environ(), roleEnv+"="+role), env...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	ch := &child{cmd: cmd, stdin: in, stdout: bufio.NewReader(out), stderr: new(bytes.Buffer), done: make(chan error, 1)}
+	cmd.Stderr = ch.stderr
+	// Forked from a thread inside the namespace, the child lives there.
+	if err := h.Do(cmd.Start); err != nil {
+		return nil, fmt.Errorf("start %s: %w", role, err)
+	}
+	return ch, nil
+}
+
+// readLine reads the child's next line within d.
+func (c *child) readLine(d time.Duration) (string, error) {
+	type lr struct {
+		s   string
+		err error
+	}
+	ch := make(chan lr, 1)
+	go func() {
+		s, err := c.stdout.ReadString('\n')
+		ch <- lr{strings.TrimSpace(s), err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return r.s, fmt.Errorf("%v (stderr: %s)", r.err, strings.TrimSpace(c.stderr.String()))
+		}
+		return r.s, nil
+	case <-time.After(d):
+		c.cmd.Process.Kill()
+		return "", fmt.Errorf("no answer in %v (stderr: %s)", d, strings.TrimSpace(c.stderr.String()))
+	}
+}
+
+// stop closes the child's stdin and waits up to 10s before killing it.
+func (c *child) stop() error {
+	c.stdin.Close()
+	go func() { c.done <- c.cmd.Wait() }()
+	select {
+	case err := <-c.done:
+		if err != nil {
+			return fmt.Errorf("%v (stderr: %s)", err, strings.TrimSpace(c.stderr.String()))
+		}
+		return nil
+	case <-time.After(10 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.done
+		return errors.New("did not exit within 10s; killed")
+	}
+}
+
+func startServerChild(exe string, pair *vethtest.Pair, c contender) (*child, error) {
+	ch, err := spawn(exe, pair.Ustack, procsEnv(c.Server), "serve", "-contender", c.Server, "-iface", pair.Ustack.Link, "-poll", c.Poll, "-port", strconv.Itoa(benchPort))
+	if err != nil {
+		return nil, err
+	}
+	line, err := ch.readLine(30 * time.Second)
+	if err == nil && line != "READY" {
+		err = fmt.Errorf("unexpected %q", line)
+	}
+	if err != nil {
+		ch.stop()
+		return nil, err
+	}
+	return ch, nil
+}
+
+// cpuSeconds returns a process's user+system CPU time.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+// measure runs one client child and returns its result with CPU times.
+func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, srv *child, m result, o options) result {
+	host := vethtest.UstackHostIPv4
+	if c.Target == "ustack" {
+		host = vethtest.UstackIPv4
+	}
+	addr, bulkAddr := fmt.Sprintf("%v:%d", host, benchPort), fmt.Sprintf("%v:%d", host, benchPort+1)
+	args := []string{"-dial", c.Client, "-iface", pair.Kernel.Link, "-addr", addr, "-bulk-addr", bulkAddr, "-proto", c.Proto, "-workload", m.Workload,
+		"-size", strconv.Itoa(m.Size), "-conns", strconv.Itoa(o.conns), "-pipeline", strconv.Itoa(o.pipeline),
+		"-duration", o.duration.String(), "-warmup", strconv.Itoa(o.warmup)}
+	cl, err := spawn(exe, pair.Kernel, procsEnv(c.Client), "client", args...)
+	if err != nil {
+		m.Error = err.Error()
+		return m
+	}
+	limit := o.duration + 60*time.Second
+	var s0, c0 float64
+	for {
+		line, err := cl.readLine(limit)
+		if err != nil {
+			m.Error = err.Error()
+			cl.stop()
+			return m
+		}
+		switch {
+		case line == "START":
+			s0, c0 = cpuSeconds(srv.cmd.Process.Pid), cpuSeconds(cl.cmd.Process.Pid)
+		case line == "END":
+			m.ServerCPU = cpuSeconds(srv.cmd.Process.Pid) - s0
+			m.ClientCPU = cpuSeconds(cl.cmd.Process.Pid) - c0
+		case strings.HasPrefix(line, "RESULT "):
+			var cr clientResult
+			if err := json.Unmarshal([]byte(line[len("RESULT "):]), &cr); err != nil {
+				m.Error = err.Error()
+			}
+			cl.stop()
+			m.Count, m.Seconds, m.Bytes, m.RTT, m.CDF = cr.Count, cr.Seconds, cr.Bytes, cr.RTT, cr.CDF
+			if m.Seconds > 0 {
+				switch m.Workload {
+				case "pingpong", "rate":
+					m.ReqPerSec = float64(m.Count) / m.Seconds
+				case "bulk":
+					m.Gbps = float64(m.Bytes) * 8 / m.Seconds / 1e9
+				}
+			}
+			if m.Count > 0 {
+				m.ServerCPUPerM = m.ServerCPU / float64(m.Count) * 1e6
+				m.ClientCPUPerM = m.ClientCPU / float64(m.Count) * 1e6
+			}
+			return m
+		}
+	}
+}
+
+// finish computes the medians over runs.
+func (r *report) finish() {
+	type key struct {
+		c, w string
+		s    int
+	}
+	groups := map[key][]result{}
+	var order []key
+	for _, res := range r.Results {
+		k := key{res.Contender, res.Workload, res.Size}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], res)
+	}
+	r.Medians = nil
+	for _, k := range order {
+		r.Medians = append(r.Medians, median(groups[k]))
+	}
+}
+
+// median returns the run whose primary figure (p50, requests/s or
+// Gbit/s) is the median, so that its figures stay consistent with each
+// other.
+func median(rs []result) result {
+	var ok []result
+	for _, r := range rs {
+		if r.Error == "" {
+			ok = append(ok, r)
+		}
+	}
+	if len(ok) == 0 {
+		return rs[0]
+	}
+	primary := func(r result) float64 {
+		switch {
+		case r.RTT != nil:
+			return r.RTT.P50
+		case r.Workload == "bulk":
+			return r.Gbps
+		}
+		return r.ReqPerSec
+	}
+	sort.Slice(ok, func(i, j int) bool { return primary(ok[i]) < primary(ok[j]) })
+	return ok[len(ok)/2]
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/ustack-dev/ustack/bpf"
+	"github.com/ustack-dev/ustack/internal/echo"
+	"github.com/ustack-dev/ustack/internal/reflector"
+	"github.com/ustack-dev/ustack/stack"
+	"github.com/ustack-dev/ustack/vethtest"
+	"github.com/ustack-dev/ustack/xsk"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/link/xdp"
+	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+)
+
+// startServer starts the echo server (on port) and discard server (on
+// port+1) of a contender in the current namespace and returns a function
+// that stops them and releases everything.
+func startServer(contender, iface, poll string, port uint16) (func(), error) {
+	kernelAddr := netip.AddrPortFrom(vethtest.UstackHostIPv4, port)
+	ustackAddr := netip.AddrPortFrom(vethtest.UstackIPv4, port)
+	switch contender {
+	case "kernel", "kernel-busypoll":
+		ln, err := net.Listen("tcp", kernelAddr.String())
+		if err != nil {
+			return nil, err
+		}
+		dln, err := net.Listen("tcp", netip.AddrPortFrom(kernelAddr.Addr(), port+1).String())
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		if contender == "kernel" {
+			go echo.ServeTCP(ln)
+			go echo.ServeDiscard(dln)
+		} else {
+			go serveBusyPoll(ln, false)
+			go serveBusyPoll(dln, true)
+		}
+		return func() { ln.Close(); dln.Close() }, nil
+	case "ustack":
+		p, err := stack.ParsePollPolicy(poll)
+		if err != nil {
+			return nil, err
+		}
+		s, err := stack.New(stack.Config{
+			Interface: iface,
+			Addrs:     []netip.Prefix{netip.PrefixFrom(vethtest.UstackIPv4, vethtest.PrefixLen4)},
+			Poll:      p,
+		})
+		if err != nil {
+			return nil, err
+		}
+		ln, err := s.Listen("tcp", ustackAddr.String())
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		dln, err := s.Listen("tcp", netip.AddrPortFrom(ustackAddr.Addr(), port+1).String())
+		if err != nil {
+			ln.Close()
+			s.Close()
+			return nil, err
+		}
+		go echo.ServeTCP(ln)
+		go echo.ServeDiscard(dln)
+		return func() { ln.Close(); dln.Close(); s.Close() }, nil
+	case "gvisor-xdp":
+		return startGVisorXDP(iface, ustackAddr)
+	case "floor":
+		return startFloor(iface, port)
+	}
+	return nil, fmt.Errorf("unknown contender %q", contender)
+}
+
+// startGVisorXDP runs gVisor's netstack over gVisor's own AF_XDP link
+// endpoint (pkg/tcpip/link/xdp), the incumbent a Go user would pick today.
+// ustack's XDP program steers the address to its socket, since gVisor's
+// endpoint brings none of its own.
+func startGVisorXDP(iface string, addr netip.AddrPort) (_ func(), err error) {
+	link, err := netlink.LinkByName(iface)
+	if err != nil {
+		return nil, err
+	}
+	var undo []func()
+	cleanup := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	prog, err := bpf.Load()
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { prog.Close() })
+	if mode, err := prog.Attach(link.Attrs().Index, bpf.AttachNative); err != nil || mode != bpf.AttachNative {
+		return nil, fmt.Errorf("attach native xdp: %v", err)
+	}
+	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW, 0)
+	if err != nil {
+		return nil, err
+	}
+	ep, err := xdp.New(&xdp.Options{
+		FD:             fd,
+		Address:        tcpip.LinkAddress(link.Attrs().HardwareAddr),
+		InterfaceIndex: link.Attrs().Index,
+		Bind:           true,
+		QueueID:        0,
+	})
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("gvisor xdp endpoint: %w", err)
+	}
+	if err := prog.SetSocket(0, fd); err != nil {
+		return nil, err
+	}
+	if err := prog.Own(addr.Addr(), bpf.OwnAll|bpf.OwnNeigh); err != nil {
+		return nil, err
+	}
+	ns := gstack.New(gstack.Options{
+		NetworkProtocols:   []gstack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
+		TransportProtocols: []gstack.TransportProtocolFactory{tcp.NewProtocol},
+	})
+	// RemoveNIC stops the endpoint's dispatch loop, which Wait waits for.
+	undo = append(undo, func() { ns.Close(); ns.RemoveNIC(1); ns.Wait() })
+	if terr := ns.CreateNIC(1, ep); terr != nil {
+		return nil, errors.New(terr.String())
+	}
+	pa := tcpip.ProtocolAddress{Protocol: ipv4.ProtocolNumber, AddressWithPrefix: tcpip.AddressWithPrefix{
+		Address: tcpip.AddrFrom4(addr.Addr().As4()), PrefixLen: vethtest.PrefixLen4}}
+	if terr := ns.AddProtocolAddress(1, pa, gstack.AddressProperties{}); terr != nil {
+		return nil, errors.New(terr.String())
+	}
+	ns.SetRouteTable([]tcpip.Route{{Destination: pa.AddressWithPrefix.Subnet(), NIC: 1}})
+	ln, err := gonet.ListenTCP(ns, tcpip.FullAddress{NIC: 1, Addr: pa.AddressWithPrefix.Address, Port: addr.Port()}, ipv4.ProtocolNumber)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { ln.Close() })
+	dln, err := gonet.ListenTCP(ns, tcpip.FullAddress{NIC: 1, Addr: pa.AddressWithPrefix.Address, Port: addr.Port() + 1}, ipv4.ProtocolNumber)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { dln.Close() })
+	go echo.ServeTCP(ln)
+	go echo.ServeDiscard(dln)
+	// gVisor's endpoint never closes its socket or UMEM; the process
+	// exits right after, which releases them.
+	return cleanup, nil
+}
+
+// startFloor runs the raw AF_XDP UDP reflector: no TCP/IP stack at all.
+func startFloor(iface string, port uint16) (_ func(), err error) {
+	link, err := netlink.LinkByName(iface)
+	if err != nil {
+		return nil, err
+	}
+	var undo []func()
+	cleanup := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	prog, err := bpf.Load()
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { prog.Close() })
+	if _, err := prog.Attach(link.Attrs().Index, bpf.AttachNative); err != nil {
+		return nil, err
+	}
+	u, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: 4096})
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { u.Close() })
+	sock, err := xsk.Open(u, xsk.Config{Interface: iface})
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { sock.Close() })
+	if err := prog.SetSocket(0, sock.FD()); err != nil {
+		return nil, err
+	}
+	if err := prog.Own(vethtest.UstackIPv4, bpf.OwnNeigh); err != nil {
+		return nil, err
+	}
+	if err := prog.OwnPort(vethtest.UstackIPv4, bpf.UDP, port); err != nil {
+		return nil, err
+	}
+	r := &reflector.Reflector{Sock: sock, MAC: link.Attrs().HardwareAddr, IP: vethtest.UstackIPv4.As4(), Spin: true}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(stop, 24*3600e9)
+	}()
+	// Stop the reflector before the socket closes.
+	undo = append(undo, func() { close(stop); <-done })
+	return cleanup, nil
+}
