@@ -18,9 +18,9 @@ import (
 )
 
 type demoResult struct {
-	name       string
-	rtt        *hdrhistogram.Histogram
-	reqs       float64
+	name     string
+	rtt      *hdrhistogram.Histogram
+	reqs     float64
 	bulkGbps float64
 }
 
