@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ustack-dev/ustack/offload"
 	"github.com/ustack-dev/ustack/xsk"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -41,7 +42,7 @@ type queue struct {
 	txDescs [batchSize]xsk.Desc // under txMu
 	txPkt   [batchSize]int      // under txMu: index in the batch of txDescs[i]'s packet
 
-	rxPackets, txPackets, txNoFrame, txOversize, rxRunt, acksDeferred atomic.Uint64
+	rxPackets, txPackets, txNoFrame, txOversize, rxRunt, acksDeferred, rxBadChecksum atomic.Uint64
 
 	// spinning is set while the worker busy-polls (not blocked in Wait):
 	// only then may a kick be left to it.
@@ -88,6 +89,7 @@ type endpoint struct {
 	poll       PollPolicy
 	spinBudget time.Duration
 	pin        bool
+	trustRx    bool
 
 	mu         sync.RWMutex
 	dispatcher gstack.NetworkDispatcher // guarded by mu; read once per batch
@@ -98,7 +100,7 @@ type endpoint struct {
 }
 
 func newEndpoint(ports []port, mtu uint32, mac tcpip.LinkAddress, cfg *Config) *endpoint {
-	e := &endpoint{mtu: mtu, mac: mac, poll: cfg.Poll, spinBudget: cfg.SpinBudget, pin: cfg.Pin}
+	e := &endpoint{mtu: mtu, mac: mac, poll: cfg.Poll, spinBudget: cfg.SpinBudget, pin: cfg.Pin, trustRx: cfg.TrustRxChecksum}
 	e.caps = gstack.CapabilityResolutionRequired
 	if cfg.TrustRxChecksum {
 		e.caps |= gstack.CapabilityRXChecksumOffload
@@ -434,7 +436,9 @@ func (q *queue) sleep() {
 }
 
 // deliver hands a batch of received frames to netstack, copying each once
-// into a pooled netstack buffer.
+// into a pooled netstack buffer. TCP checksums (and IPv4 header
+// checksums) are verified here with package offload unless trusted, and
+// valid segments are marked so netstack does not checksum them again.
 func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
 	d := e.loadDispatcher()
 	if d == nil {
@@ -447,10 +451,23 @@ func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
 			continue
 		}
 		proto := tcpip.NetworkProtocolNumber(binary.BigEndian.Uint16(data[12:14]))
+		valid := e.trustRx
+		if !valid {
+			switch offload.VerifyTCP(data) {
+			case offload.Valid:
+				valid = true
+			case offload.Invalid:
+				// Left unverified: netstack checks it again, counts the
+				// error and drops it.
+				q.rxBadChecksum.Add(1)
+			}
+		}
 		pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{
 			Payload: buffer.MakeWithData(data),
 		})
 		pkt.LinkHeader().Consume(ethHeaderLen)
+		pkt.NetworkProtocolNumber = proto
+		pkt.RXChecksumValidated = valid
 		d.DeliverNetworkPacket(proto, pkt)
 		pkt.DecRef()
 	}

@@ -27,8 +27,10 @@ type memPort struct {
 	timer     *time.Timer
 
 	// drop, when set, is asked for every frame enqueued and discards it
-	// when it returns true (fault injection in tests). TX side only.
-	drop func() bool
+	// when it returns true; mangle, when set, may change every frame
+	// enqueued (fault injection in tests). TX side only.
+	drop   func() bool
+	mangle func(frame []byte)
 }
 
 // newMemWire returns the two ends of a wire with frames frames of
@@ -111,6 +113,9 @@ func (m *memPort) Enqueue(descs []xsk.Desc) int {
 		if m.drop != nil && m.drop() {
 			m.free = append(m.free, descs[i].Addr)
 			continue
+		}
+		if m.mangle != nil {
+			m.mangle(m.arena[descs[i].Addr : descs[i].Addr+uint64(descs[i].Len)])
 		}
 		*m.out.At(idx + k) = descs[i]
 		k++

@@ -13,6 +13,9 @@ type QueueStats struct {
 	// slot; TxOversize packets larger than a frame (dropped); RxRunt
 	// frames shorter than an Ethernet header.
 	RxPackets, TxPackets, TxNoFrame, TxOversize, RxRunt uint64
+	// RxBadChecksum counts TCP segments whose checksum failed in the
+	// worker's verification (netstack then drops them).
+	RxBadChecksum uint64
 	// XSK holds the AF_XDP socket's counters (zero over a memory wire).
 	XSK xsk.Stats
 }
@@ -44,6 +47,7 @@ func (s *Stack) Stats() Stats {
 			Queue:     i,
 			RxPackets: q.rxPackets.Load(), TxPackets: q.txPackets.Load(),
 			TxNoFrame: q.txNoFrame.Load(), TxOversize: q.txOversize.Load(), RxRunt: q.rxRunt.Load(),
+			RxBadChecksum: q.rxBadChecksum.Load(),
 		}
 		if xp, ok := q.p.(interface{ Stats() (xsk.Stats, error) }); ok {
 			qs.XSK, _ = xp.Stats()
