@@ -88,29 +88,15 @@ func startServer(contender, iface, poll string, port uint16) (func(), error) {
 // ustack's XDP program steers the address to its socket, since gVisor's
 // endpoint brings none of its own.
 func startGVisorXDP(iface string, addr netip.AddrPort) (_ func(), err error) {
-	link, err := netlink.LinkByName(iface)
+	link, prog, u, err := attachSteering(iface)
 	if err != nil {
 		return nil, err
-	}
-	var undo []func()
-	cleanup := func() {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
-		}
 	}
 	defer func() {
 		if err != nil {
-			cleanup()
+			u.run()
 		}
 	}()
-	prog, err := bpf.Load()
-	if err != nil {
-		return nil, err
-	}
-	undo = append(undo, func() { prog.Close() })
-	if mode, err := prog.Attach(link.Attrs().Index, bpf.AttachNative); err != nil || mode != bpf.AttachNative {
-		return nil, fmt.Errorf("attach native xdp: %v", err)
-	}
 	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW, 0)
 	if err != nil {
 		return nil, err
@@ -137,7 +123,7 @@ func startGVisorXDP(iface string, addr netip.AddrPort) (_ func(), err error) {
 		TransportProtocols: []gstack.TransportProtocolFactory{tcp.NewProtocol},
 	})
 	// RemoveNIC stops the endpoint's dispatch loop, which Wait waits for.
-	undo = append(undo, func() { ns.Close(); ns.RemoveNIC(1); ns.Wait() })
+	u.add(func() { ns.Close(); ns.RemoveNIC(1); ns.Wait() })
 	if terr := ns.CreateNIC(1, ep); terr != nil {
 		return nil, errors.New(terr.String())
 	}
@@ -151,54 +137,40 @@ func startGVisorXDP(iface string, addr netip.AddrPort) (_ func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() { ln.Close() })
+	u.add(func() { ln.Close() })
 	dln, err := gonet.ListenTCP(ns, tcpip.FullAddress{NIC: 1, Addr: pa.AddressWithPrefix.Address, Port: addr.Port() + 1}, ipv4.ProtocolNumber)
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() { dln.Close() })
+	u.add(func() { dln.Close() })
 	go echo.ServeTCP(ln)
 	go echo.ServeDiscard(dln)
 	// gVisor's endpoint never closes its socket or UMEM; the process
 	// exits right after, which releases them.
-	return cleanup, nil
+	return u.run, nil
 }
 
 // startFloor runs the raw AF_XDP UDP reflector: no TCP/IP stack at all.
 func startFloor(iface string, port uint16) (_ func(), err error) {
-	link, err := netlink.LinkByName(iface)
+	link, prog, u, err := attachSteering(iface)
 	if err != nil {
 		return nil, err
-	}
-	var undo []func()
-	cleanup := func() {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
-		}
 	}
 	defer func() {
 		if err != nil {
-			cleanup()
+			u.run()
 		}
 	}()
-	prog, err := bpf.Load()
+	umem, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: 4096})
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() { prog.Close() })
-	if _, err := prog.Attach(link.Attrs().Index, bpf.AttachNative); err != nil {
-		return nil, err
-	}
-	u, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: 4096})
+	u.add(func() { umem.Close() })
+	sock, err := xsk.Open(umem, xsk.Config{Interface: iface})
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() { u.Close() })
-	sock, err := xsk.Open(u, xsk.Config{Interface: iface})
-	if err != nil {
-		return nil, err
-	}
-	undo = append(undo, func() { sock.Close() })
+	u.add(func() { sock.Close() })
 	if err := prog.SetSocket(0, sock.FD()); err != nil {
 		return nil, err
 	}
@@ -216,6 +188,38 @@ func startFloor(iface string, port uint16) (_ func(), err error) {
 		r.Run(stop, 24*3600e9)
 	}()
 	// Stop the reflector before the socket closes.
-	undo = append(undo, func() { close(stop); <-done })
-	return cleanup, nil
+	u.add(func() { close(stop); <-done })
+	return u.run, nil
+}
+
+// undoList runs cleanups in reverse order of registration.
+type undoList struct{ fns []func() }
+
+func (u *undoList) add(f func()) { u.fns = append(u.fns, f) }
+
+func (u *undoList) run() {
+	for i := len(u.fns) - 1; i >= 0; i-- {
+		u.fns[i]()
+	}
+	u.fns = nil
+}
+
+// attachSteering loads ustack's XDP program and attaches it to iface in
+// native mode; the returned list undoes that.
+func attachSteering(iface string) (netlink.Link, *bpf.Program, *undoList, error) {
+	link, err := netlink.LinkByName(iface)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	prog, err := bpf.Load()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	u := &undoList{}
+	u.add(func() { prog.Close() })
+	if mode, err := prog.Attach(link.Attrs().Index, bpf.AttachNative); err != nil || mode != bpf.AttachNative {
+		u.run()
+		return nil, nil, nil, fmt.Errorf("attach native xdp to %s: %v", iface, err)
+	}
+	return link, prog, u, nil
 }

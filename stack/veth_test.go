@@ -439,10 +439,10 @@ func TestPrivilegedHTTP(t *testing.T) {
 	}
 }
 
-// TestPrivilegedTwoQueues runs two workers on a two-queue veth and checks
-// that both carry traffic.
+// TestPrivilegedTwoQueues runs two workers, each pinned to a CPU, on a
+// two-queue veth and checks that both carry traffic.
 func TestPrivilegedTwoQueues(t *testing.T) {
-	p, s := newVethStack(t, vethtest.Options{Queues: 2}, Config{Queues: 2})
+	p, s := newVethStack(t, vethtest.Options{Queues: 2}, Config{Queues: 2, Pin: true})
 	ln, err := s.Listen("tcp", ":9002")
 	if err != nil {
 		t.Fatal(err)
