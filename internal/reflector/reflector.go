@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ustack-dev/ustack/offload"
 	"github.com/ustack-dev/ustack/xsk"
 )
 
@@ -143,22 +144,5 @@ func (r *Reflector) handle(f []byte) bool {
 // ChecksumUDP4 returns the UDP checksum over the IPv4 pseudo-header and
 // udp; 0 means a datagram with a valid checksum.
 func ChecksumUDP4(src, dst, udp []byte) uint16 {
-	var sum uint32
-	add := func(b []byte) {
-		for len(b) >= 2 {
-			sum += uint32(binary.BigEndian.Uint16(b))
-			b = b[2:]
-		}
-		if len(b) == 1 {
-			sum += uint32(b[0]) << 8
-		}
-	}
-	add(src)
-	add(dst)
-	sum += 17 + uint32(len(udp))
-	add(udp)
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	return ^uint16(sum)
+	return ^offload.Fold(offload.Sum(udp, offload.PseudoHeader4(src, dst, 17, len(udp))))
 }
