@@ -259,12 +259,14 @@ func (e *endpoint) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error)
 		// ACK costs no syscall of its own.
 		q.ackDeferredAt.CompareAndSwap(0, time.Now().UnixNano())
 		q.acksDeferred.Add(1)
+		q.kickIfWorkerStopped()
 	case q.spinning.Load():
 		// The spinning worker kicks at the top of its next loop, once
 		// for everything writers queued meanwhile: after a delivery it
 		// yields to the readied goroutines first, so their replies
 		// leave in one batch.
 		q.kickWanted.Store(true)
+		q.kickIfWorkerStopped()
 	default:
 		q.ackDeferredAt.Store(0)
 		if err := q.p.Kick(); err != nil {
@@ -376,7 +378,7 @@ func (e *endpoint) worker(i int, q *queue) {
 	var idleSince time.Time
 	idle := 0
 	q.spinning.Store(e.poll != Blocking)
-	defer q.spinning.Store(false)
+	defer q.stopSpinning()
 	for !e.stop.Load() {
 		q.flushTx()
 		n := q.p.Receive(q.rxDescs[:])
@@ -422,15 +424,31 @@ func (e *endpoint) worker(i int, q *queue) {
 	}
 }
 
-// sleep blocks an adaptive worker in Wait, first making sure nothing is
-// left for it to kick.
-func (q *queue) sleep() {
+// stopSpinning hands the kicks back to the writers and sends what they
+// left for the worker. Paired with kickIfWorkerStopped: a writer either
+// queued its frames before this flush sees the ring, or sees spinning
+// false and kicks itself (sequentially consistent atomics on both sides).
+func (q *queue) stopSpinning() {
 	q.spinning.Store(false)
 	if q.p.TxQueued() > 0 {
 		q.kickWanted.Store(false)
 		q.ackDeferredAt.Store(0)
 		q.p.Kick()
 	}
+}
+
+// kickIfWorkerStopped is called by a writer after leaving its kick to the
+// worker: if the worker stopped spinning meanwhile, the writer kicks.
+func (q *queue) kickIfWorkerStopped() {
+	if !q.spinning.Load() {
+		q.p.Kick()
+	}
+}
+
+// sleep blocks an adaptive worker in Wait, first making sure nothing is
+// left for it to kick.
+func (q *queue) sleep() {
+	q.stopSpinning()
 	q.p.Wait(100 * time.Millisecond)
 	q.spinning.Store(true)
 }
