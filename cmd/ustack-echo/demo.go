@@ -165,6 +165,7 @@ func runDemo(ctx context.Context, args []string) error {
 		ratio(ustack.reqs, kernel.reqs), ratio(ustack.bulkGbps, kernel.bulkGbps))
 	tw.Flush()
 	fmt.Printf("\nustack polling: %v. RTT ratios below 1 and rate/bulk ratios above 1 favour ustack.\n", poll)
-	fmt.Println("The full benchmark, with more contenders, JSON and plots: go run ./bench")
+	fmt.Println("Client and servers share this one process and Go runtime here; the full benchmark runs")
+	fmt.Println("each in a process of its own, with more contenders, JSON and plots: go run ./bench")
 	return nil
 }
