@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // The benchmark runs each server and each client as a child process of its

@@ -9,46 +9,6 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-// OwnFlags says which traffic to an owned address ustack takes. The values
-// match the OWN_* flags in xdp.c.
-type OwnFlags uint32
-
-const (
-	// OwnAll takes every IP packet to the address.
-	OwnAll OwnFlags = 1 << iota
-	// OwnNeigh takes ARP requests and replies whose target is the address,
-	// NDP solicitations whose target it is, and NDP adverts sent to it.
-	OwnNeigh
-	// OwnICMP takes ICMP and ICMPv6 (other than NDP) to the address.
-	OwnICMP
-	// OwnFrags takes IP fragments to the address.
-	OwnFrags
-)
-
-// OwnHost is what a stack that has an address to itself takes without
-// a port registration: neighbour discovery, ICMP and fragments. TCP and UDP
-// still go by owned_ports, so unregistered ports keep reaching the kernel.
-const OwnHost = OwnNeigh | OwnICMP | OwnFrags
-
-// Protocol is an IP protocol number owned_ports can hold.
-type Protocol uint8
-
-// Protocols owned_ports can hold.
-const (
-	TCP Protocol = 6
-	UDP Protocol = 17
-)
-
-func (pr Protocol) String() string {
-	switch pr {
-	case TCP:
-		return "tcp"
-	case UDP:
-		return "udp"
-	}
-	return fmt.Sprintf("proto(%d)", uint8(pr))
-}
-
 func addrKey(a netip.Addr) (ustackAddrKey, error) {
 	var k ustackAddrKey
 	switch {

@@ -11,42 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ProgramName is the kernel name of the steering program; Attach uses it to
-// recognise a stale copy left on an interface by a killed process.
-const ProgramName = "ustack_xdp"
-
-// MaxQueues is the number of XSKMAP slots: queues 0..MaxQueues-1 can have
-// a socket.
-const MaxQueues = 64
-
-// ErrForeignProgram is returned by Attach when the interface already runs
-// an XDP program that is not ustack's.
-var ErrForeignProgram = errors.New("interface already has a foreign XDP program")
-
-// AttachMode selects how the program is attached to an interface.
-type AttachMode int
-
-const (
-	// AttachAuto tries native (driver) mode and falls back to generic.
-	AttachAuto AttachMode = iota
-	// AttachNative requires native mode.
-	AttachNative
-	// AttachGeneric requires generic (SKB) mode.
-	AttachGeneric
-)
-
-func (m AttachMode) String() string {
-	switch m {
-	case AttachAuto:
-		return "auto"
-	case AttachNative:
-		return "native"
-	case AttachGeneric:
-		return "generic"
-	}
-	return fmt.Sprintf("AttachMode(%d)", int(m))
-}
-
 // Program is the loaded steering program with its maps. It is safe for
 // concurrent use: the map updates are single syscalls.
 type Program struct {
@@ -215,34 +179,6 @@ func (p *Program) ClearSocket(queue int) error {
 		return fmt.Errorf("clear socket for queue %d: %w", queue, err)
 	}
 	return nil
-}
-
-// Verdict is the program's return code for a frame.
-type Verdict uint32
-
-// Verdicts the program returns.
-const (
-	VerdictAborted  Verdict = iota // XDP_ABORTED
-	VerdictDrop                    // XDP_DROP
-	VerdictPass                    // XDP_PASS
-	VerdictTX                      // XDP_TX
-	VerdictRedirect                // XDP_REDIRECT
-)
-
-func (v Verdict) String() string {
-	switch v {
-	case VerdictAborted:
-		return "aborted"
-	case VerdictDrop:
-		return "drop"
-	case VerdictPass:
-		return "pass"
-	case VerdictTX:
-		return "tx"
-	case VerdictRedirect:
-		return "redirect"
-	}
-	return fmt.Sprintf("Verdict(%d)", uint32(v))
 }
 
 // Run runs the program once on frame in the kernel (BPF_PROG_TEST_RUN),

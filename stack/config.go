@@ -11,6 +11,13 @@ import (
 // ErrConfig reports an invalid Config.
 var ErrConfig = errors.New("invalid stack configuration")
 
+// ErrPermission reports that the process lacks the privileges ustack
+// needs (root, or CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF and CAP_IPC_LOCK).
+var ErrPermission = errors.New("ustack needs root or CAP_NET_ADMIN+CAP_NET_RAW+CAP_BPF+CAP_IPC_LOCK")
+
+// ErrNotSupported is returned by New on systems without AF_XDP.
+var ErrNotSupported = errors.New("ustack needs Linux (AF_XDP and XDP)")
+
 // ErrClosed is returned by operations on a closed Stack.
 var ErrClosed = errors.New("stack closed")
 

@@ -11,10 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrPermission reports that the process lacks the privileges ustack
-// needs (root, or CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF and CAP_IPC_LOCK).
-var ErrPermission = errors.New("ustack needs root or CAP_NET_ADMIN+CAP_NET_RAW+CAP_BPF+CAP_IPC_LOCK")
-
 // bpfOwner adapts bpf.Program to portOwner.
 type bpfOwner struct{ p *bpf.Program }
 

@@ -8,14 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Desc is an AF_XDP RX/TX descriptor (struct xdp_desc): a packet of Len
-// bytes at UMEM offset Addr.
-type Desc struct {
-	Addr    uint64
-	Len     uint32
-	Options uint32
-}
-
 var _ [unsafe.Sizeof(unix.XDPDesc{}) - unsafe.Sizeof(Desc{})]struct{} // same size
 var _ [unsafe.Sizeof(Desc{}) - unsafe.Sizeof(unix.XDPDesc{})]struct{}
 

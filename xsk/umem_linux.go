@@ -7,28 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// UMEMConfig sizes a UMEM.
-type UMEMConfig struct {
-	// FrameCount is the number of frames (default 4096).
-	FrameCount uint32
-	// FrameSize is the size of a frame in bytes: a power of two from 2048
-	// to the page size (default 4096, which holds a 3506-byte veth MTU
-	// with room to spare).
-	FrameSize uint32
-	// Headroom is reserved in front of each received packet, for
-	// prepending headers in place (default 0).
-	Headroom uint32
-	// HugePages backs the UMEM with huge pages (MAP_HUGETLB); they must
-	// have been reserved (vm.nr_hugepages).
-	HugePages bool
-}
-
-// DefaultUMEMConfig returns 4096 frames of 4096 bytes (16 MiB): two
-// sockets' worth of 1024-entry fill and TX rings with a 2x margin.
-func DefaultUMEMConfig() UMEMConfig {
-	return UMEMConfig{FrameCount: 4096, FrameSize: 4096}
-}
-
 // UMEM is a packet buffer area shared with the kernel by one or more
 // sockets. It is registered with the kernel by the first socket opened on
 // it; later sockets share that registration.

@@ -11,11 +11,11 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 )
 
 // Addresses every Pair uses. Each Pair lives in namespaces of its own, so
@@ -154,7 +154,7 @@ func deleteNamespace(name string) error {
 	liveMu.Lock()
 	delete(live, name)
 	liveMu.Unlock()
-	if err := netns.DeleteNamed(name); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.EINVAL) {
+	if err := netns.DeleteNamed(name); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.EINVAL) {
 		return fmt.Errorf("delete namespace %s: %w", name, err)
 	}
 	return nil
@@ -174,6 +174,9 @@ func New(opts Options) (_ *Pair, err error) {
 	}
 	if opts.MTU < 1280 || opts.MTU > 65535 {
 		return nil, fmt.Errorf("vethtest: mtu %d outside [1280, 65535] (IPv6 needs 1280)", opts.MTU)
+	}
+	if runtime.GOOS != "linux" {
+		return nil, fmt.Errorf("vethtest: network namespaces need Linux (this is %s)", runtime.GOOS)
 	}
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("vethtest: creating namespaces needs root (euid %d)", os.Geteuid())
@@ -247,7 +250,7 @@ func (h *Host) setUp() error {
 			IPNet: &net.IPNet{IP: a.ip.AsSlice(), Mask: net.CIDRMask(a.bits, a.ip.BitLen())},
 			// No duplicate address detection: the address is usable at
 			// once, and nothing else on this link could hold it.
-			Flags: unix.IFA_F_NODAD,
+			Flags: ifaFlagNoDAD,
 		}
 		if err := h.nl.AddrAdd(l, addr); err != nil {
 			return fmt.Errorf("%s: add %v to %s: %w", h.Namespace, a.ip, h.Link, err)

@@ -1,0 +1,5 @@
+package vethtest
+
+import "golang.org/x/sys/unix"
+
+const ifaFlagNoDAD = unix.IFA_F_NODAD
