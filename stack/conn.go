@@ -3,6 +3,7 @@ package stack
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
@@ -13,11 +14,12 @@ import (
 // listening port in the owned table until they have closed.
 type listener struct {
 	*gonet.TCPListener
-	s    *Stack
-	ep   tcpip.Endpoint
-	wq   *waiter.Queue
-	keys []portKey
-	once sync.Once
+	s      *Stack
+	ep     tcpip.Endpoint
+	wq     *waiter.Queue
+	keys   []portKey
+	once   sync.Once
+	closed atomic.Bool
 }
 
 // Accept implements net.Listener. It accepts directly from the endpoint
@@ -37,6 +39,10 @@ func (l *listener) Accept() (net.Conn, error) {
 		}
 	}
 	if err != nil {
+		if l.closed.Load() {
+			// As Go's own listeners say after Close.
+			return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: net.ErrClosed}
+		}
 		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: goError(err)}
 	}
 	if aerr := l.s.ports.acquireAll(l.keys); aerr != nil {
@@ -48,6 +54,7 @@ func (l *listener) Accept() (net.Conn, error) {
 
 // Close implements net.Listener. Connections already accepted stay open.
 func (l *listener) Close() error {
+	l.closed.Store(true)
 	err := l.TCPListener.Close()
 	l.once.Do(func() { l.s.ports.releaseAll(l.keys) })
 	return err

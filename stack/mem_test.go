@@ -361,6 +361,25 @@ func TestMemBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	closing, err := mp.b.Listen("tcp", ":83")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan error, 1)
+	go func() {
+		_, err := closing.Accept()
+		accepted <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	closing.Close()
+	select {
+	case err := <-accepted:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Accept after Close: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("Accept still blocked after Close")
+	}
 	if _, err := mp.b.Listen("tcp", ":81"); !errors.Is(err, syscall.EADDRINUSE) {
 		t.Errorf("second listen on :81: %v, want EADDRINUSE", err)
 	}
