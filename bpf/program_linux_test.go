@@ -289,12 +289,9 @@ func reference(f []byte) Reason {
 	return PassNotIP
 }
 
-// TestPrivilegedRunMatchesReference runs mutated copies of real frames
-// (truncated, bytes flipped, lengths and versions broken) through the
-// kernel and checks each verdict against the Go reference above.
-func TestPrivilegedRunMatchesReference(t *testing.T) {
-	p := loadOwned(t)
-	seeds := [][]byte{
+// seedFrames are real frames of every kind the program tells apart.
+func seedFrames() [][]byte {
+	return [][]byte{
 		ipv4(peer4, own4, 17, l4(1, udpOwn, 8)),
 		ipv4(peer4, own4, 6, l4(1, tcpOwn, 20)),
 		ipv4(peer4, all4, 1, make([]byte, 8)),
@@ -304,6 +301,14 @@ func TestPrivilegedRunMatchesReference(t *testing.T) {
 		ipv6(peer6, own6, 58, icmp6(136, peer6)),
 		ipv6(peer6, own6, 44, make([]byte, 16)),
 	}
+}
+
+// TestPrivilegedRunMatchesReference runs mutated copies of real frames
+// (truncated, bytes flipped, lengths and versions broken) through the
+// kernel and checks each verdict against the Go reference above.
+func TestPrivilegedRunMatchesReference(t *testing.T) {
+	p := loadOwned(t)
+	seeds := seedFrames()
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n = 3000
 	mismatches := 0
@@ -336,16 +341,7 @@ func TestPrivilegedRunMatchesReference(t *testing.T) {
 // program's verdict reason against the Go reference. Seeded with real
 // frames of every kind the program handles. Needs root.
 func FuzzProgram(f *testing.F) {
-	for _, s := range [][]byte{
-		ipv4(peer4, own4, 17, l4(1, udpOwn, 8)),
-		ipv4(peer4, own4, 6, l4(1, tcpOwn, 20)),
-		ipv4(peer4, all4, 1, make([]byte, 8)),
-		arp(1, peer4, own4),
-		ipv6(peer6, own6, 6, l4(1, tcpOwn, 20)),
-		ipv6(peer6, snm6, 58, icmp6(135, own6)),
-		ipv6(peer6, own6, 58, icmp6(136, peer6)),
-		ipv6(peer6, own6, 44, make([]byte, 16)),
-	} {
+	for _, s := range seedFrames() {
 		f.Add(s)
 	}
 	p := loadOwned(f)
