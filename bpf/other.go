@@ -13,6 +13,9 @@ func Load() (*Program, error) { return nil, ErrNotSupported }
 // Attach reports ErrNotSupported.
 func (p *Program) Attach(int, AttachMode) (AttachMode, error) { return 0, ErrNotSupported }
 
+// Mode returns AttachAuto.
+func (p *Program) Mode() AttachMode { return AttachAuto }
+
 // Detach does nothing.
 func (p *Program) Detach() error { return nil }
 

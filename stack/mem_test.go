@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	echosrv "github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/vethtest"
 	"github.com/ustack-dev/ustack/xsk"
 )
@@ -60,6 +61,12 @@ func (f *fakeOwner) DisownPort(a netip.Addr, proto uint8, port uint16) error {
 	return nil
 }
 
+func (f *fakeOwner) has(k portKey) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ports[k]
+}
+
 func (f *fakeOwner) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -97,21 +104,8 @@ func newMemPair(t testing.TB, poll PollPolicy) *memPair {
 	return mp
 }
 
-// echo serves ln, copying every connection's input back to it.
-func echo(t testing.TB, ln net.Listener) {
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				io.Copy(c, c)
-			}()
-		}
-	}()
-}
+// echo serves ln with the echo server the demo and benchmark use.
+func echo(t testing.TB, ln net.Listener) { go echosrv.ServeTCP(ln) }
 
 func TestMemTCPEcho(t *testing.T) {
 	for _, policy := range []PollPolicy{Adaptive, Spin, Blocking} {
@@ -265,16 +259,7 @@ func TestMemUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			pc.WriteTo(buf[:n], from)
-		}
-	}()
+	go echosrv.ServeUDP(pc)
 	c, err := mp.a.Dial("udp", "[2001:2:0:1::2]:53")
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +290,7 @@ func TestMemPortsFollowSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	echo(t, ln)
-	if !mp.ownB.ports[portKey{memB4.Addr(), protoTCP, 8080}] {
+	if !mp.ownB.has(portKey{memB4.Addr(), protoTCP, 8080}) {
 		t.Fatalf("listening port not owned: %v", mp.ownB.ports)
 	}
 	c, err := mp.a.Dial("tcp4", "198.18.1.2:8080")
@@ -313,7 +298,7 @@ func TestMemPortsFollowSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := c.LocalAddr().(*net.TCPAddr).AddrPort()
-	if !mp.ownA.ports[portKey{memA4.Addr(), protoTCP, local.Port()}] {
+	if !mp.ownA.has(portKey{memA4.Addr(), protoTCP, local.Port()}) {
 		t.Fatalf("dialing port %d not owned: %v", local.Port(), mp.ownA.ports)
 	}
 	c.Write([]byte("x"))

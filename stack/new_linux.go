@@ -112,7 +112,7 @@ func New(cfg Config) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.prog, s.socks, s.attach = prog, ports, got
+	s.prog, s.socks = prog, ports
 	s.teardown = undo
 	return s, nil
 }

@@ -54,9 +54,8 @@ type Stack struct {
 	teardown []func() error // run in reverse by Close, after netstack's own
 
 	// Set over AF_XDP only.
-	prog   *bpf.Program
-	socks  []port
-	attach bpf.AttachMode
+	prog  *bpf.Program
+	socks []port
 }
 
 // newStack builds netstack over ports. On error the caller still runs its
@@ -352,36 +351,35 @@ func (s *Stack) DialContext(ctx context.Context, network, address string) (net.C
 	if local.Is6() != ap.Addr().Is6() {
 		return nil, opError("dial", network, nil, fmt.Errorf("%v does not match network %s", ap.Addr(), network))
 	}
+	transport := tcp.ProtocolNumber
 	if network[:3] == "udp" {
-		return s.dialUDP(network, local, ap)
+		transport = udp.ProtocolNumber
 	}
-	var wq waiter.Queue
-	ep, terr := s.ns.NewEndpoint(tcp.ProtocolNumber, netProto(local), &wq)
-	if terr != nil {
-		return nil, opError("dial", network, nil, goError(terr))
+	// Bind first so the port is known and owned before the first packet
+	// leaves: the answer (for TCP, the SYN-ACK) must come to ustack.
+	ep, wq, keys, err := s.bind("dial", network, netip.AddrPortFrom(local, 0).String(), transport)
+	if err != nil {
+		return nil, err
+	}
+	if transport == udp.ProtocolNumber {
+		raddr := net.UDPAddrFromAddrPort(ap)
+		if terr := ep.Connect(fullAddr(ap)); terr != nil {
+			ep.Close()
+			s.ports.releaseAll(keys)
+			return nil, opError("dial", network, raddr, goError(terr))
+		}
+		return &udpConn{UDPConn: gonet.NewUDPConn(wq, ep), s: s, keys: keys}, nil
 	}
 	raddr := net.TCPAddrFromAddrPort(ap)
-	// Bind first so the port is known and owned before the SYN leaves:
-	// the SYN-ACK must come to ustack.
-	if terr := ep.Bind(fullAddr(netip.AddrPortFrom(local, 0))); terr != nil {
-		ep.Close()
-		return nil, opError("dial", network, raddr, goError(terr))
-	}
-	bound, _ := ep.GetLocalAddress()
-	key := portKey{addr: local, proto: protoTCP, port: bound.Port}
-	if err := s.ports.acquire(key); err != nil {
-		ep.Close()
-		return nil, opError("dial", network, raddr, err)
-	}
 	entry, notify := waiter.NewChannelEntry(waiter.WritableEvents)
 	wq.EventRegister(&entry)
 	defer wq.EventUnregister(&entry)
-	terr = ep.Connect(fullAddr(ap))
+	terr := ep.Connect(fullAddr(ap))
 	if _, ok := terr.(*tcpip.ErrConnectStarted); ok {
 		select {
 		case <-ctx.Done():
 			ep.Close()
-			s.ports.releaseAfterClose(ep, []portKey{key})
+			s.ports.releaseAfterClose(ep, keys)
 			return nil, opError("dial", network, raddr, ctx.Err())
 		case <-notify:
 		}
@@ -389,35 +387,10 @@ func (s *Stack) DialContext(ctx context.Context, network, address string) (net.C
 	}
 	if terr != nil {
 		ep.Close()
-		s.ports.releaseAfterClose(ep, []portKey{key})
+		s.ports.releaseAfterClose(ep, keys)
 		return nil, opError("dial", network, raddr, goError(terr))
 	}
-	return newTCPConn(s, &wq, ep, []portKey{key}), nil
-}
-
-func (s *Stack) dialUDP(network string, local netip.Addr, remote netip.AddrPort) (net.Conn, error) {
-	var wq waiter.Queue
-	ep, terr := s.ns.NewEndpoint(udp.ProtocolNumber, netProto(local), &wq)
-	if terr != nil {
-		return nil, opError("dial", network, nil, goError(terr))
-	}
-	raddr := net.UDPAddrFromAddrPort(remote)
-	if terr := ep.Bind(fullAddr(netip.AddrPortFrom(local, 0))); terr != nil {
-		ep.Close()
-		return nil, opError("dial", network, raddr, goError(terr))
-	}
-	bound, _ := ep.GetLocalAddress()
-	key := portKey{addr: local, proto: protoUDP, port: bound.Port}
-	if err := s.ports.acquire(key); err != nil {
-		ep.Close()
-		return nil, opError("dial", network, raddr, err)
-	}
-	if terr := ep.Connect(fullAddr(remote)); terr != nil {
-		ep.Close()
-		s.ports.release(key)
-		return nil, opError("dial", network, raddr, goError(terr))
-	}
-	return &udpConn{UDPConn: gonet.NewUDPConn(&wq, ep), s: s, keys: []portKey{key}}, nil
+	return newTCPConn(s, wq, ep, keys), nil
 }
 
 // ListenPacket opens a UDP socket on the stack's addresses: network is

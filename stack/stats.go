@@ -16,6 +16,9 @@ type QueueStats struct {
 	// RxBadChecksum counts TCP segments whose checksum failed in the
 	// worker's verification (netstack then drops them).
 	RxBadChecksum uint64
+	// AcksDeferred counts pure-ACK batches left on the TX ring for the
+	// reply's (or the worker's) kick.
+	AcksDeferred uint64
 	// XSK holds the AF_XDP socket's counters (zero over a memory wire).
 	XSK xsk.Stats
 }
@@ -47,7 +50,7 @@ func (s *Stack) Stats() Stats {
 			Queue:     i,
 			RxPackets: q.rxPackets.Load(), TxPackets: q.txPackets.Load(),
 			TxNoFrame: q.txNoFrame.Load(), TxOversize: q.txOversize.Load(), RxRunt: q.rxRunt.Load(),
-			RxBadChecksum: q.rxBadChecksum.Load(),
+			RxBadChecksum: q.rxBadChecksum.Load(), AcksDeferred: q.acksDeferred.Load(),
 		}
 		if xp, ok := q.p.(interface{ Stats() (xsk.Stats, error) }); ok {
 			qs.XSK, _ = xp.Stats()
@@ -56,7 +59,7 @@ func (s *Stack) Stats() Stats {
 	}
 	if s.prog != nil {
 		st.Steering, _ = s.prog.Counters()
-		st.AttachMode = s.attach
+		st.AttachMode = s.prog.Mode()
 	}
 	st.OwnedPorts = len(s.ports.owned())
 	ns := s.ns.Stats()

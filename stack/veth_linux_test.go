@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ustack-dev/ustack/bpf"
+	echosrv "github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/vethtest"
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
@@ -133,16 +134,7 @@ func TestPrivilegedUDPEcho(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			pc.WriteTo(buf[:n], from)
-		}
-	}()
+	go echosrv.ServeUDP(pc)
 	c, err := kernelDial(context.Background(), p, "udp", netip.AddrPortFrom(vethtest.UstackIPv4, 5353).String())
 	if err != nil {
 		t.Fatal(err)
