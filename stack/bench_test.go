@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/buffer"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
+	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
 	"github.com/ustack-dev/ustack/xsk"
-	"gvisor.dev/gvisor/pkg/buffer"
-	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/header"
-	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
 // BenchmarkMemPingPong measures a 64-byte TCP round trip between two

@@ -5,9 +5,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
-	"gvisor.dev/gvisor/pkg/waiter"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/adapters/gonet"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
 )
 
 // listener is a gonet listener whose accepted connections hold the

@@ -7,12 +7,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/buffer"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
+	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
 	"github.com/ustack-dev/ustack/offload"
 	"github.com/ustack-dev/ustack/xsk"
-	"gvisor.dev/gvisor/pkg/buffer"
-	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/header"
-	gstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
 // batchSize is how many frames a worker takes off the RX ring at once and

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"syscall"
 
-	"gvisor.dev/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 )
 
 // goError converts a netstack error into a Go error. It is the one place
