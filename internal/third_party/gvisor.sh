@@ -48,6 +48,7 @@ ROOTS=(
 PLATFORMS=(linux/amd64 linux/arm64 darwin/arm64 windows/amd64 freebsd/amd64)
 
 die() { echo "gvisor.sh: $*" >&2; exit 1; }
+npatches() { local n=0 p; for p in "$patches"/*.patch; do [ -e "$p" ] && n=$((n + 1)); done; echo $n; }
 
 version=$(go list -m -f '{{.Version}}' "$upstream") || die "go.mod does not require $upstream"
 src=$(go mod download -json "$upstream@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
@@ -106,7 +107,7 @@ case "${1:-}" in
 	build "$tmp/gvisor"
 	rm -rf "$copy"
 	mv "$tmp/gvisor" "$copy"
-	echo "gvisor.sh: $copy is $upstream@$version plus $(ls "$patches"/*.patch 2>/dev/null | wc -l) patches"
+	echo "gvisor.sh: $copy is $upstream@$version plus $(npatches) patches"
 	;;
 -check)
 	build "$tmp/gvisor"
@@ -114,13 +115,13 @@ case "${1:-}" in
 		head -100 "$tmp/diff"
 		die "internal/third_party/gvisor differs from $upstream@$version plus gvisor-patches (edit through a patch: see the script's header)"
 	fi
-	echo "gvisor.sh: the copy equals $upstream@$version plus $(ls "$patches"/*.patch 2>/dev/null | wc -l) patches"
+	echo "gvisor.sh: the copy equals $upstream@$version plus $(npatches) patches"
 	;;
 -mkpatch)
 	name=${2:-}
 	[[ "$name" =~ ^[a-z0-9-]+$ ]] || die "-mkpatch needs a name of lowercase letters, digits and dashes"
 	build "$tmp/a"
-	n=$(ls "$patches"/*.patch 2>/dev/null | wc -l)
+	n=$(npatches)
 	out=$(printf '%s/%04d-%s.patch' "$patches" $((n + 1)) "$name")
 	mkdir -p "$patches"
 	(cd "$tmp" && ln -s "$copy" b && diff -ruN a b/ >"$tmp/patch") && die "no difference to make a patch of"
@@ -131,7 +132,8 @@ case "${1:-}" in
 		echo "Why: "
 		echo "Test: "
 		echo
-		sed -e 's#^\(---\|+++\) \([ab]\)/*#\1 \2/#' "$tmp/patch"
+		# No timestamps: a patch's text depends only on its change.
+		sed -e 's#^\(---\|+++\) \([^\t]*\)\t.*#\1 \2#' "$tmp/patch"
 	} >"$out"
 	echo "gvisor.sh: wrote $out; fill in its header"
 	;;

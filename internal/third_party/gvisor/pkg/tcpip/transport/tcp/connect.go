@@ -340,7 +340,8 @@ func (h *handshake) synSentState(s *segment) tcpip.Error {
 		h.state = handshakeCompleted
 		h.transitionToStateEstablishedLocked(s)
 
-		h.ep.sendEmptyRaw(header.TCPFlagAck, h.iss+1, h.ackNum, h.rcvWnd>>h.effectiveRcvWndScale())
+		// ustack: rounded up, as every later advertisement (rcv.go).
+		h.ep.sendEmptyRaw(header.TCPFlagAck, h.iss+1, h.ackNum, scaleWindowUp(h.rcvWnd, h.effectiveRcvWndScale()))
 		return nil
 	}
 

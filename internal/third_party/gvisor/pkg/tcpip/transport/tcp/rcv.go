@@ -55,8 +55,10 @@ func newReceiver(ep *Endpoint, irs seqnum.Value, rcvWnd seqnum.Size, rcvWndScale
 	return &receiver{
 		ep: ep,
 		TCPReceiverState: TCPReceiverState{
-			RcvNxt:      irs + 1,
-			RcvAcc:      irs.Add(rcvWnd + 1),
+			RcvNxt: irs + 1,
+			// ustack: the handshake's last ACK advertises the window
+			// rounded up to the scale (see scaleWindowUp).
+			RcvAcc:      irs.Add(1 + scaleWindowUp(rcvWnd, rcvWndScale)<<rcvWndScale),
 			RcvWndScale: rcvWndScale,
 		},
 		rcvWnd:          rcvWnd,
@@ -68,16 +70,29 @@ func newReceiver(ep *Endpoint, irs seqnum.Value, rcvWnd seqnum.Size, rcvWndScale
 // acceptable checks if the segment sequence number range is acceptable
 // according to the table on page 26 of RFC 793.
 func (r *receiver) acceptable(segSeq seqnum.Value, segLen seqnum.Size) bool {
-	// r.rcvWnd could be much larger than the window size we advertised in our
-	// outgoing packets, we should use what we have advertised for acceptability
-	// test.
-	scaledWindowSize := r.rcvWnd >> r.RcvWndScale
-	if scaledWindowSize > math.MaxUint16 {
-		// This is what we actually put in the Window field.
-		scaledWindowSize = math.MaxUint16
+	// ustack: the window is what lies between RcvNxt and the highest right
+	// edge ever advertised (RcvAcc), not the last advertisement re-applied
+	// at RcvNxt: the peer may send up to any edge we once offered (RFC 7323
+	// §2.4, RFC 9293 §3.8.6.2.2: the window must not shrink).
+	return header.Acceptable(segSeq, segLen, r.RcvNxt, r.rightEdge())
+}
+
+// rightEdge is the highest right edge of the window ever advertised, or
+// RcvNxt if data beyond it was accepted.
+func (r *receiver) rightEdge() seqnum.Value {
+	if r.RcvAcc.LessThan(r.RcvNxt) {
+		return r.RcvNxt
 	}
-	advertisedWindowSize := scaledWindowSize << r.RcvWndScale
-	return header.Acceptable(segSeq, segLen, r.RcvNxt, r.RcvNxt.Add(advertisedWindowSize))
+	return r.RcvAcc
+}
+
+// scaleWindowUp returns wnd >> scale, rounded up: advertising the window
+// rounded down, as upstream did, moves the right edge left by up to one
+// scale unit whenever the window stops growing, and advertises small
+// windows as zero. Linux's tcp_select_window rounds up
+// (ALIGN(cur_win, 1 << rcv_wscale)) for the same reason.
+func scaleWindowUp(wnd seqnum.Size, scale uint8) seqnum.Size {
+	return seqnum.Size((uint64(wnd) + 1<<scale - 1) >> scale)
 }
 
 // currentWindow returns the available space in the window that was advertised
@@ -137,8 +152,7 @@ func (r *receiver) getSendParams() (RcvNxt seqnum.Value, rcvWnd seqnum.Size) {
 	//               <=====curWnd ===>
 	//               <========= newWnd > curWnd ========= >
 	if r.RcvNxt.Add(curWnd).LessThan(r.RcvNxt.Add(newWnd)) && toGrow {
-		// If the new window moves the right edge, then update RcvAcc.
-		r.RcvAcc = r.RcvNxt.Add(newWnd)
+		// ustack: RcvAcc moves below, to the edge actually advertised.
 	} else {
 		if newWnd == 0 {
 			// newWnd is zero but we can't advertise a zero as it would cause window
@@ -164,7 +178,7 @@ func (r *receiver) getSendParams() (RcvNxt seqnum.Value, rcvWnd seqnum.Size) {
 	r.rcvWnd = newWnd
 	r.rcvWUP = r.RcvNxt
 	r.prevBufUsed = bufUsed
-	scaledWnd := r.rcvWnd >> r.RcvWndScale
+	scaledWnd := scaleWindowUp(r.rcvWnd, r.RcvWndScale)
 	if scaledWnd == 0 {
 		// Increment a metric if we are advertising an actual zero window.
 		r.ep.stats.ReceiveErrors.ZeroRcvWindowState.Increment()
@@ -174,10 +188,12 @@ func (r *receiver) getSendParams() (RcvNxt seqnum.Value, rcvWnd seqnum.Size) {
 	// the 16bit window field, we ceil the value to the max value.
 	if scaledWnd > math.MaxUint16 {
 		scaledWnd = seqnum.Size(math.MaxUint16)
-
-		// Ensure that the stashed receive window always reflects what
-		// is being advertised.
-		r.rcvWnd = scaledWnd << r.RcvWndScale
+	}
+	// ustack: the stashed window and RcvAcc always reflect what is being
+	// advertised; RcvAcc only ever moves right.
+	r.rcvWnd = scaledWnd << r.RcvWndScale
+	if edge := r.RcvNxt.Add(r.rcvWnd); r.RcvAcc.LessThan(edge) {
+		r.RcvAcc = edge
 	}
 	return r.RcvNxt, scaledWnd
 }
