@@ -90,39 +90,97 @@ func tcpFrame6(payload []byte) []byte {
 	return f
 }
 
-func TestVerifyTCP(t *testing.T) {
-	for _, mk := range []func([]byte) []byte{tcpFrame4, tcpFrame6} {
+// udpFrame4 and udpFrame6 build UDP datagrams with correct checksums,
+// computed with the reference sum.
+func udpFrame4(payload []byte) []byte {
+	f := make([]byte, 14+20+8+len(payload))
+	binary.BigEndian.PutUint16(f[12:], 0x0800)
+	ip := f[14:]
+	ip[0], ip[8], ip[9] = 0x45, 64, 17
+	binary.BigEndian.PutUint16(ip[2:], uint16(20+8+len(payload)))
+	copy(ip[12:], []byte{198, 18, 0, 1, 198, 18, 0, 10})
+	binary.BigEndian.PutUint16(ip[10:], reference(ip[:20]))
+	udp := ip[20:]
+	binary.BigEndian.PutUint16(udp[0:], 40000)
+	binary.BigEndian.PutUint16(udp[2:], 7000)
+	binary.BigEndian.PutUint16(udp[4:], uint16(8+len(payload)))
+	copy(udp[8:], payload)
+	pseudo := append(append([]byte{}, ip[12:20]...), 0, 17, byte(len(udp)>>8), byte(len(udp)))
+	binary.BigEndian.PutUint16(udp[6:], udpSum(reference(append(pseudo, udp...))))
+	return f
+}
+
+func udpFrame6(payload []byte) []byte {
+	f := make([]byte, 14+40+8+len(payload))
+	binary.BigEndian.PutUint16(f[12:], 0x86dd)
+	ip := f[14:]
+	ip[0], ip[6], ip[7] = 0x60, 17, 64
+	binary.BigEndian.PutUint16(ip[4:], uint16(8+len(payload)))
+	ip[8], ip[9], ip[23] = 0x20, 0x01, 1
+	ip[24], ip[25], ip[39] = 0x20, 0x01, 0x10
+	udp := ip[40:]
+	binary.BigEndian.PutUint16(udp[4:], uint16(8+len(payload)))
+	copy(udp[8:], payload)
+	pseudo := append(append([]byte{}, ip[8:40]...), 0, 0, byte(len(udp)>>8), byte(len(udp)), 0, 0, 0, 17)
+	binary.BigEndian.PutUint16(udp[6:], udpSum(reference(append(pseudo, udp...))))
+	return f
+}
+
+// udpSum is a computed UDP checksum as sent: 0 goes on the wire as 0xffff.
+func udpSum(c uint16) uint16 {
+	if c == 0 {
+		return 0xffff
+	}
+	return c
+}
+
+func TestVerify(t *testing.T) {
+	for _, mk := range []func([]byte) []byte{tcpFrame4, tcpFrame6, udpFrame4, udpFrame6} {
 		for _, n := range []int{0, 1, 63, 1400} {
 			f := mk(make([]byte, n))
-			if v := VerifyTCP(f); v != Valid {
+			if v := Verify(f); v != Valid {
 				t.Fatalf("valid frame (payload %d): %v", n, v)
 			}
 			f[len(f)-1] ^= 0x40
-			if n > 0 && VerifyTCP(f) != Invalid {
+			if n > 0 && Verify(f) != Invalid {
 				t.Fatalf("corrupted frame (payload %d) not caught", n)
 			}
 		}
 	}
 	badIP := tcpFrame4([]byte("x"))
 	badIP[14+8]-- // TTL: breaks only the IPv4 header checksum
-	if VerifyTCP(badIP) != Invalid {
+	if Verify(badIP) != Invalid {
 		t.Error("bad IPv4 header checksum not caught")
 	}
-	udp := tcpFrame4(nil)
-	udp[14+9] = 17
-	for _, f := range [][]byte{nil, make([]byte, 13), udp, tcpFrame4(nil)[:14+30]} {
-		if VerifyTCP(f) != NotTCP {
-			t.Errorf("%x: not NotTCP", f)
+	// UDP without a checksum: allowed over IPv4, not over IPv6.
+	noSum4, noSum6 := udpFrame4([]byte("x")), udpFrame6([]byte("x"))
+	noSum4[14+20+6], noSum4[14+20+7] = 0, 0
+	noSum6[14+40+6], noSum6[14+40+7] = 0, 0
+	if v := Verify(noSum4); v != Valid {
+		t.Errorf("IPv4 UDP without checksum: %v", v)
+	}
+	if v := Verify(noSum6); v != Invalid {
+		t.Errorf("IPv6 UDP without checksum: %v", v)
+	}
+	icmp := tcpFrame4(nil)
+	icmp[14+9] = 1
+	shortUDP := udpFrame4([]byte("xyz"))
+	shortUDP[14+20+5]-- // UDP length shorter than the IP payload
+	for _, f := range [][]byte{nil, make([]byte, 13), icmp, tcpFrame4(nil)[:14+30], shortUDP} {
+		if Verify(f) != Unchecked {
+			t.Errorf("%x: not Unchecked", f)
 		}
 	}
 }
 
-func FuzzVerifyTCP(f *testing.F) {
+func FuzzVerify(f *testing.F) {
 	f.Add(tcpFrame4([]byte("hello")))
 	f.Add(tcpFrame6([]byte("hello")))
+	f.Add(udpFrame4([]byte("hello")))
+	f.Add(udpFrame6([]byte("hello")))
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		// Any input: no panic, and the same verdict twice.
-		if v := VerifyTCP(frame); VerifyTCP(frame) != v {
+		if v := Verify(frame); Verify(frame) != v {
 			t.Fatal("verdict not stable")
 		}
 	})

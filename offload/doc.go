@@ -1,7 +1,8 @@
 // Package offload does in software what NICs offload: the RFC 1071
-// Internet checksum and receive-side checksum verification of TCP
-// segments, so that a worker can mark a batch of received segments as
-// verified and let netstack coalesce them (GRO) before delivery.
+// Internet checksum and receive-side checksum verification of TCP and UDP
+// packets. A worker verifies each received frame once with Verify, drops
+// what is Invalid and marks what is Valid, and netstack (patched to honour
+// the mark) does not checksum it again.
 //
 // Sum works on unfolded 64-bit accumulators so partial sums over headers,
 // pseudo-headers and payloads combine with plain addition; Fold turns an

@@ -102,9 +102,6 @@ type endpoint struct {
 func newEndpoint(ports []port, mtu uint32, mac tcpip.LinkAddress, cfg *Config) *endpoint {
 	e := &endpoint{mtu: mtu, mac: mac, poll: cfg.Poll, spinBudget: cfg.SpinBudget, pin: cfg.Pin, trustRx: cfg.TrustRxChecksum}
 	e.caps = gstack.CapabilityResolutionRequired
-	if cfg.TrustRxChecksum {
-		e.caps |= gstack.CapabilityRXChecksumOffload
-	}
 	for _, p := range ports {
 		e.queues = append(e.queues, &queue{p: p})
 	}
@@ -454,9 +451,12 @@ func (q *queue) sleep() {
 }
 
 // deliver hands a batch of received frames to netstack, copying each once
-// into a pooled netstack buffer. TCP checksums (and IPv4 header
-// checksums) are verified here with package offload unless trusted, and
-// valid segments are marked so netstack does not checksum them again.
+// into a pooled netstack buffer. TCP and UDP checksums (and IPv4 header
+// checksums) are verified here, once, with package offload unless
+// trusted: a packet that fails is dropped and counted, a packet that
+// passes is marked so netstack does not checksum it again. Frames
+// offload does not check (ARP, ICMP, fragments, IPv6 extension headers)
+// go to netstack unmarked, and netstack checks them.
 func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
 	d := e.loadDispatcher()
 	if d == nil {
@@ -471,13 +471,12 @@ func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
 		proto := tcpip.NetworkProtocolNumber(binary.BigEndian.Uint16(data[12:14]))
 		valid := e.trustRx
 		if !valid {
-			switch offload.VerifyTCP(data) {
+			switch offload.Verify(data) {
 			case offload.Valid:
 				valid = true
 			case offload.Invalid:
-				// Left unverified: netstack checks it again, counts the
-				// error and drops it.
 				q.rxBadChecksum.Add(1)
+				continue
 			}
 		}
 		pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{

@@ -81,6 +81,12 @@ type memPair struct {
 
 func newMemPair(t testing.TB, poll PollPolicy) *memPair {
 	t.Helper()
+	return newMemPairWith(t, poll, nil)
+}
+
+// newMemPairWith is newMemPair with B's configuration adjusted by cfgB.
+func newMemPairWith(t testing.TB, poll PollPolicy, cfgB func(*Config)) *memPair {
+	t.Helper()
 	pa, pb, err := newMemWire(1024, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +94,9 @@ func newMemPair(t testing.TB, poll PollPolicy) *memPair {
 	mp := &memPair{pa: pa, pb: pb, ownA: &fakeOwner{ports: map[portKey]bool{}}, ownB: &fakeOwner{ports: map[portKey]bool{}}}
 	mk := func(p *memPort, addrs []netip.Prefix, mac net.HardwareAddr, own *fakeOwner) *Stack {
 		cfg := Config{Interface: "mem", Addrs: addrs, Poll: poll}
+		if p == pb && cfgB != nil {
+			cfgB(&cfg)
+		}
 		cfg.fill()
 		if err := cfg.validate(); err != nil {
 			t.Fatal(err)
@@ -195,7 +204,7 @@ func TestMemBulkWithLoss(t *testing.T) {
 
 // TestMemCorruption flips a bit in 1% of frames A sends: the worker's
 // checksum verification must catch every corrupted TCP segment (counted,
-// dropped, retransmitted), so 4 MiB still arrive intact.
+// dropped before netstack, retransmitted), so 4 MiB still arrive intact.
 func TestMemCorruption(t *testing.T) {
 	mp := newMemPair(t, Adaptive)
 	var mu sync.Mutex
@@ -247,8 +256,52 @@ func TestMemCorruption(t *testing.T) {
 		t.Fatal("transfer did not finish")
 	}
 	st := mp.b.Stats()
-	if st.Queues[0].RxBadChecksum == 0 || st.TCPChecksumErrors == 0 {
-		t.Errorf("no corruption detected: worker %d, netstack %d", st.Queues[0].RxBadChecksum, st.TCPChecksumErrors)
+	// Caught once, in the worker: no corrupted segment reaches netstack.
+	if st.Queues[0].RxBadChecksum == 0 || st.TCPChecksumErrors != 0 {
+		t.Errorf("corruption caught by the worker %d times (want > 0), by netstack %d times (want 0)", st.Queues[0].RxBadChecksum, st.TCPChecksumErrors)
+	}
+}
+
+// TestMemTrustedChecksumNotReverified: a packet the link endpoint marks
+// as verified is not verified again by netstack. B trusts received
+// checksums (TrustRxChecksum), and every TCP segment A sends carries a
+// wrong checksum over intact data, so B accepts the connection and the
+// data only if netstack keeps the mark. Upstream's nic.go overwrote the
+// per-packet mark with the link's capability (patch 0002).
+func TestMemTrustedChecksumNotReverified(t *testing.T) {
+	mp := newMemPairWith(t, Spin, func(c *Config) { c.TrustRxChecksum = true })
+	mp.pa.mangle = func(f []byte) {
+		if len(f) >= 14+20+20 && f[12] == 0x08 && f[13] == 0x00 && f[14+9] == 6 {
+			f[14+20+16] ^= 0x55 // the TCP checksum, high byte
+		}
+	}
+	ln, err := mp.b.Listen("tcp4", ":11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	echo(t, ln)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := mp.a.DialContext(ctx, "tcp4", netip.AddrPortFrom(memB4.Addr(), 11).String())
+	if err != nil {
+		t.Fatalf("dial: %v (netstack rejected segments the worker marked verified)", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	msg := bytes.Repeat([]byte("trusted "), 1000)
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, msg) {
+		t.Fatal("echo differs")
+	}
+	if n := mp.b.Stats().TCPChecksumErrors; n != 0 {
+		t.Fatalf("netstack counted %d checksum errors on packets marked verified", n)
 	}
 }
 

@@ -774,7 +774,9 @@ func (n *nic) DeliverNetworkPacket(protocol tcpip.NetworkProtocolNumber, pkt *Pa
 		return
 	}
 
-	pkt.RXChecksumValidated = n.NetworkLinkEndpoint.Capabilities()&CapabilityRXChecksumOffload != 0
+	// ustack: a link endpoint that verified this packet's checksums itself
+	// says so per packet; keep its mark rather than overwrite it.
+	pkt.RXChecksumValidated = pkt.RXChecksumValidated || n.NetworkLinkEndpoint.Capabilities()&CapabilityRXChecksumOffload != 0
 
 	if n.deliverLinkPackets {
 		n.DeliverLinkPacket(protocol, pkt)
