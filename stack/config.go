@@ -95,6 +95,12 @@ type Config struct {
 	// in bytes (default 1 MiB each; netstack autotunes the receive side
 	// up to 4 MiB).
 	TCPSendBuffer, TCPReceiveBuffer int
+	// DelayedAck is the longest TCP holds the ACK it owes for received
+	// data, waiting for a segment of the application's (typically its
+	// reply) to carry it (default 500µs; negative: acknowledge every
+	// received batch at once). An ACK still goes at once for every second
+	// full-sized segment, for out-of-order data and for a FIN.
+	DelayedAck time.Duration
 	// CongestionControl is "cubic" (default) or "reno".
 	CongestionControl string
 	// Logf receives notices such as a fallback to generic XDP (default
@@ -123,6 +129,9 @@ func (c *Config) fill() {
 	}
 	if c.CongestionControl == "" {
 		c.CongestionControl = "cubic"
+	}
+	if c.DelayedAck == 0 {
+		c.DelayedAck = 500 * time.Microsecond
 	}
 	if c.Logf == nil {
 		c.Logf = log.Printf
@@ -167,6 +176,9 @@ func (c *Config) validate() error {
 	}
 	if c.TCPSendBuffer < 4096 || c.TCPReceiveBuffer < 4096 {
 		return fmt.Errorf("%w: tcp buffers under 4096 bytes", ErrConfig)
+	}
+	if c.DelayedAck > 500*time.Millisecond {
+		return fmt.Errorf("%w: delayed ACK %v over 500ms (RFC 1122 §4.2.3.2)", ErrConfig, c.DelayedAck)
 	}
 	if c.CongestionControl != "cubic" && c.CongestionControl != "reno" {
 		return fmt.Errorf("%w: congestion control %q (want cubic or reno)", ErrConfig, c.CongestionControl)

@@ -37,47 +37,36 @@ type queue struct {
 	p port
 
 	rxDescs [batchSize]xsk.Desc // worker only
+	// deferred collects the TCP endpoints an RX batch touched, for the
+	// worker to process once the whole batch is delivered (worker only).
+	deferred deferred
 
 	txMu    sync.Mutex
 	txDescs [batchSize]xsk.Desc // under txMu
 	txPkt   [batchSize]int      // under txMu: index in the batch of txDescs[i]'s packet
 
-	rxPackets, txPackets, txNoFrame, txOversize, rxRunt, acksDeferred, rxBadChecksum atomic.Uint64
+	rxPackets, txPackets, txNoFrame, txOversize, rxRunt, rxBadChecksum, rxInline atomic.Uint64
 
 	// spinning is set while the worker busy-polls (not blocked in Wait):
 	// only then may a kick be left to it.
 	spinning atomic.Bool
-	// ackDeferredAt is when a batch of pure ACKs was queued without a
-	// kick (unix nanoseconds), 0 if none is waiting.
-	ackDeferredAt atomic.Int64
 	// kickWanted is set when data was queued for the worker to kick.
 	kickWanted atomic.Bool
 }
 
-// flushTx kicks what writers left on the TX ring for the worker: data at
-// once, pure ACKs after ackKickDelay, and anything a kick left behind
-// (EAGAIN). Called by the worker only.
+// flushTx kicks what writers left on the TX ring for the worker, and
+// anything a kick left behind (EAGAIN). Called by the worker only.
 func (q *queue) flushTx() {
 	if q.p.TxQueued() == 0 {
 		return
 	}
-	if !q.kickWanted.Load() {
-		if at := q.ackDeferredAt.Load(); at != 0 && time.Now().UnixNano()-at <= int64(ackKickDelay) {
-			return
-		}
-	}
 	q.kickWanted.Store(false)
-	q.ackDeferredAt.Store(0)
 	q.p.Kick()
 }
 
 // maxTxStalls bounds how often WritePackets kicks and retries when it
 // finds no free frame or TX slot before it gives up on the rest.
 const maxTxStalls = 16
-
-// ackKickDelay bounds how long a pure ACK may wait on the TX ring for the
-// kick of a data segment (typically the application's reply) to carry it.
-const ackKickDelay = 50 * time.Microsecond
 
 // endpoint is the netstack link endpoint over a set of queues.
 type endpoint struct {
@@ -103,7 +92,9 @@ func newEndpoint(ports []port, mtu uint32, mac tcpip.LinkAddress, cfg *Config) *
 	e := &endpoint{mtu: mtu, mac: mac, poll: cfg.Poll, spinBudget: cfg.SpinBudget, pin: cfg.Pin, trustRx: cfg.TrustRxChecksum}
 	e.caps = gstack.CapabilityResolutionRequired
 	for _, p := range ports {
-		e.queues = append(e.queues, &queue{p: p})
+		q := &queue{p: p}
+		q.deferred.work = make([]gstack.DeferredWork, 0, batchSize)
+		e.queues = append(e.queues, q)
 	}
 	return e
 }
@@ -245,18 +236,9 @@ func (e *endpoint) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error)
 		// A full batch is waiting: send it now rather than after the
 		// worker's next turn.
 		q.kickWanted.Store(false)
-		q.ackDeferredAt.Store(0)
 		if err := q.p.Kick(); err != nil {
 			return 0, &tcpip.ErrClosedForSend{}
 		}
-	case q.spinning.Load() && allPureACKs(all[:sent]):
-		// netstack acks every received batch at once; the reply
-		// usually follows within microseconds. Leave the kick to the
-		// reply, or to the spinning worker after ackKickDelay, so the
-		// ACK costs no syscall of its own.
-		q.ackDeferredAt.CompareAndSwap(0, time.Now().UnixNano())
-		q.acksDeferred.Add(1)
-		q.kickIfWorkerStopped()
 	case q.spinning.Load():
 		// The spinning worker kicks at the top of its next loop, once
 		// for everything writers queued meanwhile: after a delivery it
@@ -265,7 +247,6 @@ func (e *endpoint) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error)
 		q.kickWanted.Store(true)
 		q.kickIfWorkerStopped()
 	default:
-		q.ackDeferredAt.Store(0)
 		if err := q.p.Kick(); err != nil {
 			return 0, &tcpip.ErrClosedForSend{}
 		}
@@ -324,21 +305,6 @@ func (e *endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer) int {
 		return q.txPkt[n]
 	}
 	return consumed
-}
-
-// allPureACKs reports whether every packet is a TCP segment with no
-// payload and only the ACK flag.
-func allPureACKs(pkts []*gstack.PacketBuffer) bool {
-	for _, pkt := range pkts {
-		if pkt.TransportProtocolNumber != header.TCPProtocolNumber || pkt.Data().Size() != 0 {
-			return false
-		}
-		th := pkt.TransportHeader().Slice()
-		if len(th) < header.TCPMinimumSize || header.TCP(th).Flags() != header.TCPFlagAck {
-			return false
-		}
-	}
-	return true
 }
 
 // copyPacket copies pkt's bytes into frame and returns how many.
@@ -429,7 +395,6 @@ func (q *queue) stopSpinning() {
 	q.spinning.Store(false)
 	if q.p.TxQueued() > 0 {
 		q.kickWanted.Store(false)
-		q.ackDeferredAt.Store(0)
 		q.p.Kick()
 	}
 }
@@ -485,8 +450,30 @@ func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
 		pkt.LinkHeader().Consume(ethHeaderLen)
 		pkt.NetworkProtocolNumber = proto
 		pkt.RXChecksumValidated = valid
+		pkt.Deferrer = &q.deferred
 		d.DeliverNetworkPacket(proto, pkt)
 		pkt.DecRef()
 	}
 	q.rxPackets.Add(uint64(len(descs)))
+	q.rxInline.Add(uint64(len(q.deferred.work)))
+	// Run to completion: the TCP processing the batch calls for happens
+	// here, on the worker, outside netstack's demuxer locks, once per
+	// endpoint; it readies the application goroutines it has data for.
+	q.deferred.run()
+}
+
+// deferred is a netstack Deferrer: the transport work of one RX batch.
+type deferred struct {
+	work []gstack.DeferredWork
+}
+
+// Defer implements gstack.Deferrer.
+func (d *deferred) Defer(w gstack.DeferredWork) { d.work = append(d.work, w) }
+
+func (d *deferred) run() {
+	for i, w := range d.work {
+		w.RunDeferred()
+		d.work[i] = nil
+	}
+	d.work = d.work[:0]
 }

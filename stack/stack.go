@@ -89,8 +89,9 @@ func newStack(cfg Config, ports []port, mtu uint32, mac net.HardwareAddr, owner 
 	// states; keep them short so ports are not held long.
 	timeWait := tcpip.TCPTimeWaitTimeoutOption(5 * time.Second)
 	linger := tcpip.TCPLingerTimeoutOption(10 * time.Second)
+	delack := tcpip.TCPDelayedAckOption(max(cfg.DelayedAck, 0))
 	for _, o := range []tcpip.SettableTransportProtocolOption{
-		&sack, &cc, &moderate, &timeWait, &linger,
+		&sack, &cc, &moderate, &timeWait, &linger, &delack,
 		&tcpip.TCPSendBufferSizeRangeOption{Min: 4096, Default: cfg.TCPSendBuffer, Max: max(cfg.TCPSendBuffer, 4<<20)},
 		&tcpip.TCPReceiveBufferSizeRangeOption{Min: 4096, Default: cfg.TCPReceiveBuffer, Max: max(cfg.TCPReceiveBuffer, 4<<20)},
 	} {

@@ -13,12 +13,13 @@ type QueueStats struct {
 	// slot; TxOversize packets larger than a frame (dropped); RxRunt
 	// frames shorter than an Ethernet header.
 	RxPackets, TxPackets, TxNoFrame, TxOversize, RxRunt uint64
-	// RxBadChecksum counts TCP segments whose checksum failed in the
-	// worker's verification (netstack then drops them).
+	// RxBadChecksum counts TCP and UDP packets whose checksum failed in
+	// the worker's verification; the worker drops them.
 	RxBadChecksum uint64
-	// AcksDeferred counts pure-ACK batches left on the TX ring for the
-	// reply's (or the worker's) kick.
-	AcksDeferred uint64
+	// RxInline counts TCP endpoints whose received segments the worker
+	// processed itself, after an RX batch (at most one per endpoint and
+	// batch), instead of waking a netstack processor goroutine.
+	RxInline uint64
 	// XSK holds the AF_XDP socket's counters (zero over a memory wire).
 	XSK xsk.Stats
 }
@@ -50,7 +51,7 @@ func (s *Stack) Stats() Stats {
 			Queue:     i,
 			RxPackets: q.rxPackets.Load(), TxPackets: q.txPackets.Load(),
 			TxNoFrame: q.txNoFrame.Load(), TxOversize: q.txOversize.Load(), RxRunt: q.rxRunt.Load(),
-			RxBadChecksum: q.rxBadChecksum.Load(), AcksDeferred: q.acksDeferred.Load(),
+			RxBadChecksum: q.rxBadChecksum.Load(), RxInline: q.rxInline.Load(),
 		}
 		if xp, ok := q.p.(interface{ Stats() (xsk.Stats, error) }); ok {
 			qs.XSK, _ = xp.Stats()

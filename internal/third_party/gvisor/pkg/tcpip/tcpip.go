@@ -1355,6 +1355,16 @@ func (*TCPDeferAcceptOption) isGettableSocketOption() {}
 
 func (*TCPDeferAcceptOption) isSettableSocketOption() {}
 
+// TCPDelayedAckOption is the longest a TCP receiver holds the ACK it owes
+// for received data, hoping to send it with data of its own (RFC 9293
+// §3.8.6.3, RFC 1122 §4.2.3.2). Zero, the default, acknowledges every
+// processed batch at once (ustack).
+type TCPDelayedAckOption time.Duration
+
+func (*TCPDelayedAckOption) isGettableTransportProtocolOption() {}
+
+func (*TCPDelayedAckOption) isSettableTransportProtocolOption() {}
+
 // TCPMinRTOOption is use by SetSockOpt/GetSockOpt to allow overriding
 // default MinRTO used by the Stack.
 type TCPMinRTOOption time.Duration

@@ -177,6 +177,27 @@ type PacketBuffer struct {
 	// onRelease is a function to be run when the packet buffer is no longer
 	// referenced (released back to the pool).
 	onRelease func() `state:"nosave"`
+
+	// Deferrer, when a link endpoint sets it on a received packet, takes
+	// the transport-layer work the packet causes (TCP segment processing)
+	// for the delivering goroutine to run once the link endpoint's whole
+	// batch has been delivered, outside the demuxer's locks, instead of
+	// waking a processor goroutine (ustack). Clones do not inherit it.
+	Deferrer Deferrer `state:"nosave"`
+}
+
+// Deferrer collects work deferred until the end of a link endpoint's
+// receive batch (ustack).
+type Deferrer interface {
+	// Defer records w to be run once. It must not block.
+	Defer(w DeferredWork)
+}
+
+// DeferredWork is transport-layer work a Deferrer runs (ustack).
+type DeferredWork interface {
+	// RunDeferred does the work on the calling goroutine, which holds no
+	// stack locks.
+	RunDeferred()
 }
 
 // NewPacketBuffer creates a new PacketBuffer with opts.

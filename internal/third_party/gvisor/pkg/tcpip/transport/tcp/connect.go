@@ -1272,6 +1272,8 @@ func (e *Endpoint) handleReset(s *segment) (ok bool, err tcpip.Error) {
 // +checklocksexclude:e.snd.rtt.rttMutex
 func (e *Endpoint) handleSegmentsLocked() tcpip.Error {
 	sndUna := e.snd.SndUna
+	// ustack: a batch that fills a hole is acknowledged at once.
+	hadHole := e.rcv.pendingRcvdSegments.Len() > 0
 	for i := 0; i < maxSegmentsPerWake; i++ {
 		if state := e.EndpointState(); state.closed() || state == StateTimeWait || state == StateError {
 			return nil
@@ -1303,12 +1305,34 @@ func (e *Endpoint) handleSegmentsLocked() tcpip.Error {
 
 	// Send an ACK for all processed packets if needed.
 	if e.rcv.RcvNxt != e.snd.MaxSentAck {
-		e.snd.sendAck()
+		// ustack: or let it wait, briefly, for the reply to carry it.
+		if hadHole || e.ackNowLocked() {
+			e.snd.sendAck()
+		} else if !e.snd.delackTimer.enabled() {
+			e.snd.delackTimer.enable(e.snd.delayedAck)
+		}
 	}
 
 	e.resetKeepaliveTimer(true /* receivedData */)
 
 	return nil
+}
+
+// ackNowLocked reports whether the ACK owed for received data must go at
+// once rather than wait up to the delayed-ACK timeout for data of ours to
+// carry it (ustack). Following RFC 9293 §3.8.6.3 and RFC 1122 §4.2.3.2,
+// and Linux's __tcp_ack_snd_check: delayed ACK off; more than one
+// full-sized segment unacknowledged (so at least every second one is
+// acknowledged at once); out-of-order data held (the sender
+// must learn of the hole, RFC 5681 §4.2); or the connection is no longer
+// simply established (a FIN arrived, or ours was acknowledged).
+//
+// +checklocks:e.mu
+func (e *Endpoint) ackNowLocked() bool {
+	return e.snd.delayedAck <= 0 ||
+		int(e.snd.MaxSentAck.Size(e.rcv.RcvNxt)) > int(e.amss) ||
+		e.rcv.pendingRcvdSegments.Len() > 0 ||
+		e.EndpointState() != StateEstablished
 }
 
 // +checklocks:e.mu
@@ -1372,6 +1396,18 @@ func (e *Endpoint) handleSegmentLocked(s *segment) (cont bool, err tcpip.Error) 
 			return false, err
 		}
 		if drop {
+			// ustack: a segment whose data cannot be accepted (the
+			// window is full or zero) but which starts inside the window
+			// we advertised still carries a valid ACK: process it (RFC
+			// 9293 §3.10.7.4: "special allowance should be made to
+			// accept valid ACKs"; Linux's tcp_ack runs before
+			// tcp_data_queue drops the data). Dropping it with its data
+			// leaves the sender believing its own data unacknowledged.
+			if e.rcv.ackOnly(s) {
+				if state := e.EndpointState(); state != StateClose && state != StateError {
+					e.snd.handleRcvdSegment(s)
+				}
+			}
 			return true, nil
 		}
 

@@ -339,27 +339,7 @@ func (p *processor) start(wg *sync.WaitGroup) {
 				if ep.segmentQueue.empty() {
 					continue
 				}
-				switch state := ep.EndpointState(); {
-				case state.connecting():
-					handleConnecting(ep)
-				case state.connected() && state != StateTimeWait:
-					handleConnected(ep)
-				case state == StateTimeWait:
-					handleTimeWait(ep)
-				case state == StateListen:
-					handleListen(ep)
-				case state == StateError || state == StateClose:
-					// Try to redeliver any still queued
-					// packets to another endpoint or send a
-					// RST if it can't be delivered.
-					ep.mu.Lock()
-					if st := ep.EndpointState(); st == StateError || st == StateClose {
-						ep.drainClosingSegmentQueue()
-					}
-					ep.mu.Unlock()
-				default:
-					panic(fmt.Sprintf("unexpected tcp state in processor: %v", state))
-				}
+				processEndpoint(ep)
 				// If there are more segments to process and the
 				// endpoint lock is not held by user then
 				// requeue this endpoint for processing.
@@ -368,6 +348,47 @@ func (p *processor) start(wg *sync.WaitGroup) {
 				}
 			}
 		}
+	}
+}
+
+// processEndpoint processes ep's queued segments according to its state.
+func processEndpoint(ep *Endpoint) {
+	switch state := ep.EndpointState(); {
+	case state.connecting():
+		handleConnecting(ep)
+	case state.connected() && state != StateTimeWait:
+		handleConnected(ep)
+	case state == StateTimeWait:
+		handleTimeWait(ep)
+	case state == StateListen:
+		handleListen(ep)
+	case state == StateError || state == StateClose:
+		// Try to redeliver any still queued
+		// packets to another endpoint or send a
+		// RST if it can't be delivered.
+		ep.mu.Lock()
+		if st := ep.EndpointState(); st == StateError || st == StateClose {
+			ep.drainClosingSegmentQueue()
+		}
+		ep.mu.Unlock()
+	default:
+		panic(fmt.Sprintf("unexpected tcp state in processor: %v", state))
+	}
+}
+
+// RunDeferred implements stack.DeferredWork: it processes the segments
+// queued to e on the calling goroutine (ustack: the link endpoint's
+// worker, after its receive batch). What it cannot process — the endpoint
+// lock is held elsewhere, or more segments than one wake handles — goes to
+// e's processor goroutine, as upstream sends everything.
+func (e *Endpoint) RunDeferred() {
+	e.pendingInline.Store(false)
+	if e.segmentQueue.empty() {
+		return
+	}
+	processEndpoint(e)
+	if !e.segmentQueue.empty() && !e.isOwnedByUser() {
+		e.protocol.dispatcher.selectProcessor(e.ID).queueEndpoint(e)
 	}
 }
 
@@ -505,6 +526,15 @@ func (d *dispatcher) queuePacket(stackEP stack.TransportEndpoint, id stack.Trans
 	// goroutine as endpoint.UnlockUser will wake up the processor if the
 	// segment queue is not empty.
 	if !ep.isOwnedByUser() {
+		// ustack: run to completion on the delivering goroutine when the
+		// link endpoint collects deferred work; once per endpoint and
+		// batch.
+		if pkt.Deferrer != nil {
+			if !ep.pendingInline.Swap(true) {
+				pkt.Deferrer.Defer(ep)
+			}
+			return
+		}
 		d.selectProcessor(id).queueEndpoint(ep)
 	}
 }

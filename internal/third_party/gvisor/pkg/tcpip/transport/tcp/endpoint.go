@@ -370,6 +370,10 @@ type Endpoint struct {
 	// +checklocks:pendingProcessingMu
 	pendingProcessing bool `state:"nosave"`
 
+	// pendingInline is set while e waits in a link endpoint's Deferrer to
+	// be processed after the receive batch (ustack).
+	pendingInline atomicbitops.Bool `state:"nosave"`
+
 	// The following fields are initialized at creation time and do not
 	// change throughout the lifetime of the endpoint.
 	stack       *stack.Stack
@@ -1212,6 +1216,7 @@ func (e *Endpoint) cleanupLocked() {
 		e.snd.probeTimer.cleanup()
 		e.snd.reorderTimer.cleanup()
 		e.snd.corkTimer.cleanup()
+		e.snd.delackTimer.cleanup()
 	}
 
 	if e.finWait2Timer != nil {

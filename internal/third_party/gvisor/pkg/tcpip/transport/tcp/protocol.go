@@ -117,6 +117,9 @@ type protocol struct {
 	timeWaitReuse tcpip.TCPTimeWaitReuseOption
 	// +checklocks:mu
 	minRTO time.Duration
+	// delayedAck is the delayed-ACK timeout; 0 acknowledges at once
+	// (ustack).
+	delayedAck time.Duration
 	// +checklocks:mu
 	maxRTO time.Duration
 	// +checklocks:mu
@@ -365,6 +368,15 @@ func (p *protocol) SetOption(option tcpip.SettableTransportProtocolOption) tcpip
 		p.mu.Unlock()
 		return nil
 
+	case *tcpip.TCPDelayedAckOption:
+		if *v < 0 || time.Duration(*v) > 500*time.Millisecond {
+			return &tcpip.ErrInvalidOptionValue{}
+		}
+		p.mu.Lock()
+		p.delayedAck = time.Duration(*v)
+		p.mu.Unlock()
+		return nil
+
 	case *tcpip.TCPMinRTOOption:
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -483,6 +495,12 @@ func (p *protocol) Option(option tcpip.GettableTransportProtocolOption) tcpip.Er
 	case *tcpip.TCPTimeWaitReuseOption:
 		p.mu.RLock()
 		*v = p.timeWaitReuse
+		p.mu.RUnlock()
+		return nil
+
+	case *tcpip.TCPDelayedAckOption:
+		p.mu.RLock()
+		*v = tcpip.TCPDelayedAckOption(p.delayedAck)
 		p.mu.RUnlock()
 		return nil
 

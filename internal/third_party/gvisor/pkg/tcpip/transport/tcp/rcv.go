@@ -86,6 +86,16 @@ func (r *receiver) rightEdge() seqnum.Value {
 	return r.RcvAcc
 }
 
+// ackOnly reports whether s is a segment whose data is not acceptable but
+// whose sequence number lies inside the window ever advertised
+// [RcvNxt, RcvAcc], so that its ACK field is still to be processed.
+// Segments from before RcvNxt (old duplicates, keepalives) are not.
+func (r *receiver) ackOnly(s *segment) bool {
+	segSeq := s.sequenceNumber
+	return !r.acceptable(segSeq, seqnum.Size(s.payloadSize())) &&
+		r.RcvNxt.LessThanEq(segSeq) && segSeq.LessThanEq(r.rightEdge())
+}
+
 // scaleWindowUp returns wnd >> scale, rounded up: advertising the window
 // rounded down, as upstream did, moves the right edge left by up to one
 // scale unit whenever the window stops growing, and advertises small

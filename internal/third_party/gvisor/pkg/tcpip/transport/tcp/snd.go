@@ -190,6 +190,13 @@ type sender struct {
 	// corkTimer is used to drain the segments which are held when TCP_CORK
 	// option is enabled.
 	corkTimer timer `state:"nosave"`
+
+	// delayedAck is how long the ACK owed for received data may wait for
+	// a segment of ours to carry it; 0 sends it at once (ustack).
+	delayedAck time.Duration
+	// delackTimer sends the ACK owed when nothing else did within
+	// delayedAck (ustack).
+	delackTimer timer `state:"nosave"`
 }
 
 // protectedWriteList wraps the write list, checking for invalid state when
@@ -304,6 +311,7 @@ func initSender(ep *Endpoint, iss, irs seqnum.Value, sndWnd seqnum.Size, mss uin
 	ep.snd.reorderTimer.init(ep.snd.ep.stack.Clock(), timerHandler(ep.snd.ep, ep.snd.rc.reorderTimerExpired))
 	ep.snd.probeTimer.init(ep.snd.ep.stack.Clock(), timerHandler(ep.snd.ep, ep.snd.probeTimerExpired))
 	ep.snd.corkTimer.init(ep.snd.ep.stack.Clock(), timerHandler(ep.snd.ep, ep.snd.corkTimerExpired))
+	ep.snd.delackTimer.init(ep.snd.ep.stack.Clock(), timerHandler(ep.snd.ep, ep.snd.delackTimerExpired))
 
 	ep.snd.updateMaxPayloadSize(int(ep.snd.ep.route.MTU()), 0)
 	// Initialize SACK Scoreboard after updating max payload size as we use
@@ -317,6 +325,12 @@ func initSender(ep *Endpoint, iss, irs seqnum.Value, sndWnd seqnum.Size, mss uin
 		panic(fmt.Sprintf("unable to get minRTO from stack: %s", err))
 	}
 	ep.snd.minRTO = time.Duration(minRTO)
+
+	var delayedAck tcpip.TCPDelayedAckOption
+	if err := ep.snd.ep.stack.TransportProtocolOption(ProtocolNumber, &delayedAck); err != nil {
+		panic(fmt.Sprintf("unable to get delayedAck from stack: %s", err))
+	}
+	ep.snd.delayedAck = time.Duration(delayedAck)
 
 	var maxRTO tcpip.TCPMaxRTOOption
 	if err := ep.snd.ep.stack.TransportProtocolOption(ProtocolNumber, &maxRTO); err != nil {
@@ -1854,6 +1868,8 @@ func (s *sender) sendSegmentFromPacketBuffer(pkt *stack.PacketBuffer, flags head
 
 	// Remember the max sent ack.
 	s.MaxSentAck = rcvNxt
+	// ustack: this segment carries the ACK owed.
+	s.delackTimer.stop()
 
 	// We need to clone the packet because sendRaw takes ownership of pkt,
 	// and pkt could be reprocessed later on (i.e retrasmission).
@@ -1875,8 +1891,23 @@ func (s *sender) sendEmptySegment(flags header.TCPFlags, seq seqnum.Value) tcpip
 
 	// Remember the max sent ack.
 	s.MaxSentAck = rcvNxt
+	// ustack: this segment carries the ACK owed.
+	s.delackTimer.stop()
 
 	return s.ep.sendEmptyRaw(flags, seq, rcvNxt, rcvWnd)
+}
+
+// delackTimerExpired sends the ACK owed for received data that no segment
+// of ours has carried within the delayed-ACK timeout (ustack).
+// +checklocks:s.ep.mu
+func (s *sender) delackTimerExpired() tcpip.Error {
+	if s.delackTimer.isUninitialized() || !s.delackTimer.checkExpiration() {
+		return nil
+	}
+	if s.ep.EndpointState().connected() && s.ep.rcv.RcvNxt != s.MaxSentAck {
+		s.sendAck()
+	}
+	return nil
 }
 
 // maybeSendOutOfWindowAck sends an ACK if we are not being rate limited

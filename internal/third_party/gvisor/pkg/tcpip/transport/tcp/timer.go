@@ -132,6 +132,20 @@ func (t *timer) disable() {
 }
 
 // enabled returns true if the timer is currently enabled, false otherwise.
+// stop disables the timer and, unlike disable, stops the clock timer too,
+// so that a timer armed and cancelled on every round trip (the delayed
+// ACK) costs no wakeup when cancelled (ustack).
+func (t *timer) stop() {
+	if t.state != timerStateEnabled {
+		return
+	}
+	if t.timer != nil && t.timer.Stop() {
+		t.state = timerStateDisabled
+		return
+	}
+	t.state = timerStateOrphaned
+}
+
 func (t *timer) enabled() bool {
 	return t.state == timerStateEnabled
 }
