@@ -86,7 +86,7 @@ func TestMemAckRidesReply(t *testing.T) {
 	c, srv := dialPair(t, mp, 12)
 	go io.Copy(srv, srv) // echo
 	// The handshake's last ACK is A's; start counting B's frames now.
-	mp.pb.mangle = count.frame
+	mp.pb.setMangle(count.frame)
 	c.SetDeadline(time.Now().Add(20 * time.Second))
 	const rounds = 200
 	req, got := bytes.Repeat([]byte{'q'}, 64), make([]byte, 64)
@@ -111,7 +111,7 @@ func TestMemDelayedAckFires(t *testing.T) {
 	mp := newMemPairWith(t, Spin, func(c *Config) { c.DelayedAck = 20 * time.Millisecond })
 	count := &frameCounter{}
 	c, srv := dialPair(t, mp, 13)
-	mp.pb.mangle = count.frame
+	mp.pb.setMangle(count.frame)
 	go io.Copy(io.Discard, srv) // reads, never replies
 	if _, err := c.Write([]byte("no reply to this")); err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func TestMemBulkAckedEverySecondSegment(t *testing.T) {
 	mp := newMemPairWith(t, Spin, func(c *Config) { c.DelayedAck = 400 * time.Millisecond })
 	count := &frameCounter{}
 	c, srv := dialPair(t, mp, 14)
-	mp.pb.mangle = count.frame
+	mp.pb.setMangle(count.frame)
 	done := make(chan int64, 1)
 	go func() {
 		n, _ := io.Copy(io.Discard, srv)
@@ -186,5 +186,47 @@ func TestMemInlineProcessing(t *testing.T) {
 	}
 	if n := mp.b.Stats().Queues[0].RxInline - before; n < rounds {
 		t.Fatalf("%d of %d requests processed on the worker", n, rounds)
+	}
+}
+
+// TestMemTrace: with Config.Trace, a ping-pong records every stage of
+// every request once, in path order.
+func TestMemTrace(t *testing.T) {
+	mp := newMemPairWith(t, Spin, func(c *Config) { c.Trace = true })
+	if mp.a.Stats().Trace != nil {
+		t.Fatal("tracing is on for a stack that did not ask for it")
+	}
+	c, srv := dialPair(t, mp, 16)
+	go io.Copy(srv, srv)
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	buf := make([]byte, 64)
+	const rounds = 300
+	for i := 0; i < rounds; i++ {
+		if i == 50 {
+			mp.b.ResetTrace() // after a warm-up
+		}
+		if _, err := c.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := mp.b.Stats().Trace
+	if tr == nil || len(tr.Stages) != int(numStages) {
+		t.Fatalf("trace: %+v", tr)
+	}
+	var prev time.Duration
+	for _, s := range tr.Stages {
+		t.Logf("%-13v n=%d p50 %v p90 %v p99 %v", s.Stage, s.Count, s.P50, s.P90, s.P99)
+		// A request can slip past the stage it was in at the reset, so
+		// allow one.
+		if s.Count < rounds-50-1 || s.Count > rounds-50 {
+			t.Errorf("%v recorded %d times for %d requests", s.Stage, s.Count, rounds-50)
+		}
+		if s.P50 < prev {
+			t.Errorf("%v p50 %v before the previous stage's %v", s.Stage, s.P50, prev)
+		}
+		prev = s.P50
 	}
 }

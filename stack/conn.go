@@ -74,6 +74,23 @@ func newTCPConn(s *Stack, wq *waiter.Queue, ep tcpip.Endpoint, keys []portKey) *
 	return &tcpConn{TCPConn: gonet.NewTCPConn(wq, ep), s: s, ep: ep, keys: keys}
 }
 
+// Read implements net.Conn.
+func (c *tcpConn) Read(b []byte) (int, error) {
+	n, err := c.TCPConn.Read(b)
+	if t := c.s.ep.trace; t != nil && n > 0 {
+		t.read()
+	}
+	return n, err
+}
+
+// Write implements net.Conn.
+func (c *tcpConn) Write(b []byte) (int, error) {
+	if t := c.s.ep.trace; t != nil {
+		t.mark(StageWrite)
+	}
+	return c.TCPConn.Write(b)
+}
+
 // Close implements net.Conn.
 func (c *tcpConn) Close() error {
 	err := c.TCPConn.Close()

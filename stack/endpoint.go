@@ -50,6 +50,7 @@ type queue struct {
 	// spinning is set while the worker busy-polls (not blocked in Wait):
 	// only then may a kick be left to it.
 	spinning atomic.Bool
+	trace    *tracer // the endpoint's, nil unless tracing
 	// kickWanted is set when data was queued for the worker to kick.
 	kickWanted atomic.Bool
 }
@@ -61,7 +62,16 @@ func (q *queue) flushTx() {
 		return
 	}
 	q.kickWanted.Store(false)
-	q.p.Kick()
+	q.kick()
+}
+
+// kick asks the kernel to send what is on the TX ring.
+func (q *queue) kick() error {
+	err := q.p.Kick()
+	if t := q.trace; t != nil {
+		t.kicked()
+	}
+	return err
 }
 
 // maxTxStalls bounds how often WritePackets kicks and retries when it
@@ -79,6 +89,7 @@ type endpoint struct {
 	spinBudget time.Duration
 	pin        bool
 	trustRx    bool
+	trace      *tracer // nil unless Config.Trace
 
 	mu         sync.RWMutex
 	dispatcher gstack.NetworkDispatcher // guarded by mu; read once per batch
@@ -91,8 +102,11 @@ type endpoint struct {
 func newEndpoint(ports []port, mtu uint32, mac tcpip.LinkAddress, cfg *Config) *endpoint {
 	e := &endpoint{mtu: mtu, mac: mac, poll: cfg.Poll, spinBudget: cfg.SpinBudget, pin: cfg.Pin, trustRx: cfg.TrustRxChecksum}
 	e.caps = gstack.CapabilityResolutionRequired
+	if cfg.Trace {
+		e.trace = newTracer()
+	}
 	for _, p := range ports {
-		q := &queue{p: p}
+		q := &queue{p: p, trace: e.trace}
 		q.deferred.work = make([]gstack.DeferredWork, 0, batchSize)
 		e.queues = append(e.queues, q)
 	}
@@ -224,7 +238,7 @@ func (e *endpoint) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error)
 				break
 			}
 			stalls++
-			q.p.Kick()
+			q.kick()
 			runtime.Gosched()
 			continue
 		}
@@ -236,7 +250,7 @@ func (e *endpoint) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error)
 		// A full batch is waiting: send it now rather than after the
 		// worker's next turn.
 		q.kickWanted.Store(false)
-		if err := q.p.Kick(); err != nil {
+		if err := q.kick(); err != nil {
 			return 0, &tcpip.ErrClosedForSend{}
 		}
 	case q.spinning.Load():
@@ -247,7 +261,7 @@ func (e *endpoint) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error)
 		q.kickWanted.Store(true)
 		q.kickIfWorkerStopped()
 	default:
-		if err := q.p.Kick(); err != nil {
+		if err := q.kick(); err != nil {
 			return 0, &tcpip.ErrClosedForSend{}
 		}
 	}
@@ -295,6 +309,11 @@ func (e *endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer) int {
 			continue
 		}
 		descs = append(descs, xsk.Desc{Addr: addr, Len: uint32(copyPacket(frame, pkt))})
+	}
+	if t := q.trace; t != nil && len(descs) > 0 {
+		// Before Enqueue: once a frame is on the ring, a kick may
+		// take it before this goroutine gets to note it.
+		t.mark(StageTxRing)
 	}
 	n := q.p.Enqueue(descs)
 	for _, d := range descs[n:] {
@@ -346,7 +365,13 @@ func (e *endpoint) worker(i int, q *queue) {
 		q.flushTx()
 		n := q.p.Receive(q.rxDescs[:])
 		if n > 0 {
+			if t := e.trace; t != nil {
+				t.rx()
+			}
 			e.deliver(q, q.rxDescs[:n])
+			if t := e.trace; t != nil {
+				t.processed()
+			}
 			q.p.Recycle(q.rxDescs[:n])
 			idle = 0
 			// Delivery readied netstack's TCP processor and the
@@ -395,7 +420,7 @@ func (q *queue) stopSpinning() {
 	q.spinning.Store(false)
 	if q.p.TxQueued() > 0 {
 		q.kickWanted.Store(false)
-		q.p.Kick()
+		q.kick()
 	}
 }
 
@@ -403,7 +428,7 @@ func (q *queue) stopSpinning() {
 // worker: if the worker stopped spinning meanwhile, the writer kicks.
 func (q *queue) kickIfWorkerStopped() {
 	if !q.spinning.Load() {
-		q.p.Kick()
+		q.kick()
 	}
 }
 

@@ -163,7 +163,8 @@ func TestMemBulkWithLoss(t *testing.T) {
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(7, 7))
 	drop := func() bool { mu.Lock(); defer mu.Unlock(); return rng.IntN(100) == 0 }
-	mp.pa.drop, mp.pb.drop = drop, drop
+	mp.pa.setDrop(drop)
+	mp.pb.setDrop(drop)
 	ln, err := mp.b.Listen("tcp", ":9")
 	if err != nil {
 		t.Fatal(err)
@@ -209,13 +210,13 @@ func TestMemCorruption(t *testing.T) {
 	mp := newMemPair(t, Adaptive)
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(9, 9))
-	mp.pa.mangle = func(f []byte) {
+	mp.pa.setMangle(func(f []byte) {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(f) > 60 && rng.IntN(100) == 0 {
 			f[54+rng.IntN(len(f)-54)] ^= 1 << rng.IntN(8) // a payload bit
 		}
-	}
+	})
 	ln, err := mp.b.Listen("tcp", ":10")
 	if err != nil {
 		t.Fatal(err)
@@ -270,11 +271,11 @@ func TestMemCorruption(t *testing.T) {
 // per-packet mark with the link's capability (patch 0002).
 func TestMemTrustedChecksumNotReverified(t *testing.T) {
 	mp := newMemPairWith(t, Spin, func(c *Config) { c.TrustRxChecksum = true })
-	mp.pa.mangle = func(f []byte) {
+	mp.pa.setMangle(func(f []byte) {
 		if len(f) >= 14+20+20 && f[12] == 0x08 && f[13] == 0x00 && f[14+9] == 6 {
 			f[14+20+16] ^= 0x55 // the TCP checksum, high byte
 		}
-	}
+	})
 	ln, err := mp.b.Listen("tcp4", ":11")
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ustack-dev/ustack/ring"
@@ -21,17 +23,28 @@ type memPort struct {
 	in     *ring.Consumer[xsk.Desc] // frames from the peer (RX side)
 	retOut *ring.Producer[uint64]   // the peer's frames going back (RX side)
 
+	kicks atomic.Uint64 // kicks that handed frames to the peer
+
+	// outMu orders Enqueue (under the queue's TX lock) with Kick and
+	// TxQueued (from any goroutine) on the out ring, as the kernel's
+	// own locking does for an AF_XDP socket.
+	outMu sync.Mutex
+
 	wake      chan struct{} // signalled when frames arrive for us
 	peerWake  chan struct{}
 	interrupt chan struct{}
 	timer     *time.Timer
 
 	// drop, when set, is asked for every frame enqueued and discards it
-	// when it returns true; mangle, when set, may change every frame
-	// enqueued (fault injection in tests). TX side only.
-	drop   func() bool
-	mangle func(frame []byte)
+	// when it returns true; mangle, when set, may see and change every
+	// frame enqueued (fault injection and taps in tests). Called on the
+	// TX side; set at any time with setDrop and setMangle.
+	drop   atomic.Pointer[func() bool]
+	mangle atomic.Pointer[func(frame []byte)]
 }
+
+func (m *memPort) setDrop(f func() bool)          { m.drop.Store(&f) }
+func (m *memPort) setMangle(f func(frame []byte)) { m.mangle.Store(&f) }
 
 // newMemWire returns the two ends of a wire with frames frames of
 // frameSize bytes per direction. frames must be a power of two.
@@ -106,34 +119,54 @@ func (m *memPort) Frame(addr uint64) []byte {
 	return m.arena[addr : addr+m.frameSize : addr+m.frameSize]
 }
 
+// Enqueue puts frames on the wire's TX ring; like an AF_XDP socket in
+// copy mode, the peer sees them only after a Kick.
 func (m *memPort) Enqueue(descs []xsk.Desc) int {
+	drop, mangle := m.drop.Load(), m.mangle.Load()
+	m.outMu.Lock()
+	defer m.outMu.Unlock()
 	idx, n := m.out.Reserve(uint32(len(descs)))
 	k := uint32(0)
 	for i := uint32(0); i < n; i++ {
-		if m.drop != nil && m.drop() {
+		if drop != nil && (*drop)() {
 			m.free = append(m.free, descs[i].Addr)
 			continue
 		}
-		if m.mangle != nil {
-			m.mangle(m.arena[descs[i].Addr : descs[i].Addr+uint64(descs[i].Len)])
+		if mangle != nil {
+			(*mangle)(m.arena[descs[i].Addr : descs[i].Addr+uint64(descs[i].Len)])
 		}
 		*m.out.At(idx + k) = descs[i]
 		k++
 	}
 	m.out.Cancel(n - k)
-	m.out.Submit(k)
-	if k > 0 {
-		select {
-		case m.peerWake <- struct{}{}:
-		default:
-		}
-	}
 	return int(n)
 }
 
 func (m *memPort) Complete() int { return 0 }
-func (m *memPort) TxQueued() int { return 0 }
-func (m *memPort) Kick() error   { return nil }
+
+// TxQueued reports the frames enqueued but not yet kicked to the peer.
+func (m *memPort) TxQueued() int {
+	m.outMu.Lock()
+	defer m.outMu.Unlock()
+	return int(m.out.Pending())
+}
+
+// Kick hands what Enqueue queued to the peer and wakes it.
+func (m *memPort) Kick() error {
+	m.outMu.Lock()
+	n := m.out.Pending()
+	m.out.Submit(n)
+	m.outMu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	m.kicks.Add(1)
+	select {
+	case m.peerWake <- struct{}{}:
+	default:
+	}
+	return nil
+}
 
 func (m *memPort) Wait(timeout time.Duration) error {
 	if m.in.Available() > 0 {

@@ -40,6 +40,8 @@ type Stats struct {
 	TCPChecksumErrors, TCPResetsSent, TCPCurrentEstablished                               uint64
 	UDPPacketsReceived, UDPPacketsSent, UDPChecksumErrors                                 uint64
 	IPPacketsReceived, IPPacketsSent, IPMalformed                                         uint64
+	// Trace is the latency breakdown, nil unless Config.Trace.
+	Trace *TraceStats
 }
 
 // Stats returns a snapshot of the stack's counters. Errors reading the
@@ -78,5 +80,8 @@ func (s *Stack) Stats() Stats {
 	st.IPPacketsReceived = ns.IP.PacketsReceived.Value()
 	st.IPPacketsSent = ns.IP.PacketsSent.Value()
 	st.IPMalformed = ns.IP.MalformedPacketsReceived.Value()
+	if t := s.ep.trace; t != nil {
+		st.Trace = t.stats()
+	}
 	return st
 }

@@ -81,7 +81,7 @@ func (w *windowTap) frame(f []byte) {
 func TestMemWindowNeverShrinks(t *testing.T) {
 	mp := newMemPair(t, Spin)
 	tap := &windowTap{}
-	mp.pb.mangle = tap.frame // B, the receiver, transmits through pb
+	mp.pb.setMangle(tap.frame) // B, the receiver, transmits through pb
 	ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 9).String())
 	if err != nil {
 		t.Fatal(err)
