@@ -83,6 +83,19 @@ func TestPrivilegedQuickRun(t *testing.T) {
 			if q == nil || r.Count < 10 || !(q.P50 > 0 && q.P50 <= q.P90 && q.P90 <= q.P99 && q.P99 <= q.P999 && q.P999 <= q.Max) || len(r.CDF) == 0 {
 				t.Errorf("%s: implausible RTT %+v over %d round trips", key, q, r.Count)
 			}
+			// ustack servers report a latency breakdown: every stage, in
+			// path order, for most round trips.
+			if c := contenderNamed(r.Contender); c != nil && c.Server == "ustack" {
+				if len(r.Breakdown) != 5 {
+					t.Errorf("%s: breakdown %+v", key, r.Breakdown)
+					break
+				}
+				for i, s := range r.Breakdown {
+					if s.Count < uint64(r.Count)/2 || s.P50 <= 0 || i > 0 && s.P50 < r.Breakdown[i-1].P50 {
+						t.Errorf("%s: breakdown stage %+v implausible (%d round trips)", key, s, r.Count)
+					}
+				}
+			}
 		case "rate":
 			if r.Count < 10 || r.ReqPerSec <= 0 {
 				t.Errorf("%s: %d requests, %v/s", key, r.Count, r.ReqPerSec)
@@ -113,6 +126,15 @@ func TestPrivilegedQuickRun(t *testing.T) {
 			t.Errorf("%s missing or empty: %v", f, err)
 		}
 	}
+}
+
+func contenderNamed(name string) *contender {
+	for i := range allContenders {
+		if allContenders[i].Name == name {
+			return &allContenders[i]
+		}
+	}
+	return nil
 }
 
 func sprintf(f string, a ...any) string { return fmt.Sprintf(f, a...) }

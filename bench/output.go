@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
+	"github.com/ustack-dev/ustack/stack"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -74,7 +75,7 @@ func (r *report) contenders() []string {
 func (r *report) printTables(w io.Writer) {
 	m := r.Machine
 	fmt.Fprintf(w, "\nmachine: %d vCPUs (%s), Linux %s, %s, XDP %s, AF_XDP %s\n", m.CPUs, m.CPUModel, m.Kernel, m.Link, m.XDPMode, m.SocketMod)
-	fmt.Fprintf(w, "processes: servers in one namespace, clients in the other; ustack processes run with GOMAXPROCS=%d, kernel ones with Go's default\n", ustackProcs)
+	fmt.Fprintf(w, "processes: servers in one namespace, clients in the other; every process runs with Go's default GOMAXPROCS (%d) except ustack-1p's (1)\n", m.CPUs)
 	names := r.contenders()
 	var sizes []int
 	for _, x := range r.Medians {
@@ -98,6 +99,19 @@ func (r *report) printTables(w io.Writer) {
 			}
 			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%.1f\t%.1f\t\n", n, x.RTT.P50, x.RTT.P90, x.RTT.P99, x.RTT.P999, x.RTT.Max,
 				p50k, p99k, x.ServerCPUPerM, x.ClientCPUPerM)
+		}
+		tw.Flush()
+	}
+	for _, n := range names {
+		x := r.find(n, "pingpong", 64)
+		if x == nil || len(x.Breakdown) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s server, 64-byte ping-pong: latency breakdown (µs from the request leaving the RX ring)\n", n)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "stage	requests	p50	p90	p99	")
+		for _, s := range x.Breakdown {
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t\n", s.Stage, s.Count, s.P50, s.P90, s.P99)
 		}
 		tw.Flush()
 	}
@@ -158,7 +172,33 @@ func (r *report) printTargets(w io.Writer) {
 		got, limit float64
 		le         bool // got must be ≤ limit (else ≥)
 	}
+	cpu := func(c string) float64 {
+		if x := r.find(c, "rate", 0); x != nil {
+			return x.ServerCPUPerM
+		}
+		return math.NaN()
+	}
+	stage := func(c, name string) float64 {
+		if x := r.find(c, "pingpong", 64); x != nil {
+			for _, s := range x.Breakdown {
+				if s.Stage == name {
+					return s.P50
+				}
+			}
+		}
+		return math.NaN()
+	}
 	ts := []target{
+		// The engine milestone (run to completion, delayed ACK).
+		{"ustack p50 ≤ 1.0× kernel", p("ustack", p50) / p("kernel", p50), 1, true},
+		{"ustack p99 ≤ 1.0× kernel", p("ustack", p99) / p("kernel", p99), 1, true},
+		{"ustack p50 ≤ 1.5× floor", p("ustack", p50) / p("floor", p50), 1.5, true},
+		{"ustack-ustack p50 ≤ 0.8× kernel", p("ustack-ustack", p50) / p("kernel", p50), 0.8, true},
+		{"ustack requests/s ≥ 1.2× kernel", val("ustack", "rate") / val("kernel", "rate"), 1.2, false},
+		{"ustack server CPU/request ≤ kernel's", cpu("ustack") / cpu("kernel"), 1, true},
+		{"ustack bulk ≥ 3.2 Gbit/s", val("ustack", "bulk"), 3.2, false},
+		{"ustack rx→tx ring p50 ≤ 3 µs", stage("ustack", stack.StageTxRing.String()), 3, true},
+		// The project's goals.
 		{"ustack p50 ≤ 0.6× kernel", p("ustack", p50) / p("kernel", p50), 0.6, true},
 		{"ustack p99 ≤ 0.5× kernel", p("ustack", p99) / p("kernel", p99), 0.5, true},
 		{"ustack p50 below kernel-busypoll", p("ustack", p50) / p("kernel-busypoll", p50), 1, true},

@@ -75,7 +75,25 @@ func serveMain(args []string) error {
 		return err
 	}
 	fmt.Println("READY")
-	io.Copy(io.Discard, os.Stdin)
+	// Commands from the parent, one a line, until it closes stdin:
+	// "reset" clears the ustack server's latency breakdown, "trace"
+	// prints it as a TRACE line of JSON ("TRACE null" for other servers).
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		switch in.Text() {
+		case "reset":
+			if servedStack != nil {
+				servedStack.ResetTrace()
+			}
+		case "trace":
+			var t *stack.TraceStats
+			if servedStack != nil {
+				t = servedStack.Stats().Trace
+			}
+			b, _ := json.Marshal(t)
+			fmt.Printf("TRACE %s\n", b)
+		}
+	}
 	// Clean up, but not forever: gVisor's own endpoint can hang in its
 	// teardown. Exiting releases the sockets, UMEM and XDP link anyway.
 	done := make(chan struct{})

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ustack-dev/ustack/stack"
 	"github.com/ustack-dev/ustack/vethtest"
 )
 
@@ -30,17 +31,24 @@ type contender struct {
 	Proto     string // tcp, or udp for the floor
 	Target    string // "kernel" (the Ustack host's own address) or "ustack"
 	Workloads []string
+	// Procs is GOMAXPROCS for the contender's processes, 0 for Go's
+	// default.
+	Procs int
 }
 
 var allContenders = []contender{
-	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "rate", "bulk"}},
-	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk"}},
-	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}},
-	{"ustack-adaptive", "ustack", "adaptive", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}},
-	{"ustack-blocking", "ustack", "blocking", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}},
-	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}},
-	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}},
-	{"floor", "floor", "", "kernel", "udp", "ustack", []string{"pingpong"}},
+	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "rate", "bulk"}, 0},
+	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk"}, 0},
+	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0},
+	// The same with one P: the application's goroutines then run on the
+	// worker's thread, which on a 2-CPU machine keeps them off the CPU
+	// the client needs.
+	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 1},
+	{"ustack-adaptive", "ustack", "adaptive", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0},
+	{"ustack-blocking", "ustack", "blocking", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0},
+	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0},
+	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0},
+	{"floor", "floor", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0},
 }
 
 func allContenderNames() []string {
@@ -53,16 +61,13 @@ func allContenderNames() []string {
 
 const benchPort = 7000
 
-// ustackProcs is GOMAXPROCS for processes running ustack: one P for its
-// one worker, so netstack's goroutine hand-offs stay on that P instead of
-// waking threads on the other CPU (measured here: server time per request
-// 17 µs with two Ps, 12 µs with one). The kernel contenders keep Go's
-// default, which measured no worse than one P for them.
-const ustackProcs = 1
-
-func procsEnv(kind string) []string {
-	if kind == "ustack" {
-		return []string{fmt.Sprintf("GOMAXPROCS=%d", ustackProcs)}
+// procsEnv is the environment for a contender's process of a kind: Go's
+// default GOMAXPROCS, as a server linking ustack gets it, except for the
+// ustack processes of a contender that names its own (the labelled tuned
+// variant).
+func procsEnv(c contender, kind string) []string {
+	if c.Procs > 0 && kind == "ustack" {
+		return []string{fmt.Sprintf("GOMAXPROCS=%d", c.Procs)}
 	}
 	return nil
 }
@@ -88,7 +93,40 @@ type result struct {
 	ClientCPU     float64 `json:"client_cpu_s"`
 	ServerCPUPerM float64 `json:"server_cpu_s_per_mreq,omitempty"`
 	ClientCPUPerM float64 `json:"client_cpu_s_per_mreq,omitempty"`
-	Error         string  `json:"error,omitempty"`
+	// Breakdown is the ustack server's latency breakdown over the measured
+	// window (µs from the request leaving the RX ring to each stage).
+	Breakdown []stageTime `json:"breakdown,omitempty"`
+	Error     string      `json:"error,omitempty"`
+}
+
+// stageTime is one stage of a latency breakdown, in microseconds.
+type stageTime struct {
+	Stage string  `json:"stage"`
+	Count uint64  `json:"count"`
+	P50   float64 `json:"p50_us"`
+	P90   float64 `json:"p90_us"`
+	P99   float64 `json:"p99_us"`
+}
+
+// serverTrace asks a ustack server child for its latency breakdown.
+func serverTrace(srv *child) []stageTime {
+	if _, err := fmt.Fprintln(srv.stdin, "trace"); err != nil {
+		return nil
+	}
+	line, err := srv.readLine(5 * time.Second)
+	if err != nil || !strings.HasPrefix(line, "TRACE ") {
+		return nil
+	}
+	var t *stack.TraceStats
+	if json.Unmarshal([]byte(line[len("TRACE "):]), &t) != nil || t == nil {
+		return nil
+	}
+	var out []stageTime
+	for _, s := range t.Stages {
+		us := func(d time.Duration) float64 { return float64(d) / 1e3 }
+		out = append(out, stageTime{Stage: s.Stage.String(), Count: s.Count, P50: us(s.P50), P90: us(s.P90), P99: us(s.P99)})
+	}
+	return out
 }
 
 // report is a whole run.
@@ -302,7 +340,7 @@ func (c *child) stop() error {
 }
 
 func startServerChild(exe string, pair *vethtest.Pair, c contender) (*child, error) {
-	ch, err := spawn(exe, pair.Ustack, procsEnv(c.Server), "serve", "-contender", c.Server, "-iface", pair.Ustack.Link, "-poll", c.Poll, "-port", strconv.Itoa(benchPort))
+	ch, err := spawn(exe, pair.Ustack, procsEnv(c, c.Server), "serve", "-contender", c.Server, "-iface", pair.Ustack.Link, "-poll", c.Poll, "-port", strconv.Itoa(benchPort))
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +381,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 	args := []string{"-dial", c.Client, "-iface", pair.Kernel.Link, "-addr", addr, "-bulk-addr", bulkAddr, "-proto", c.Proto, "-workload", m.Workload,
 		"-size", strconv.Itoa(m.Size), "-conns", strconv.Itoa(o.conns), "-pipeline", strconv.Itoa(o.pipeline),
 		"-duration", o.duration.String(), "-warmup", strconv.Itoa(o.warmup)}
-	cl, err := spawn(exe, pair.Kernel, procsEnv(c.Client), "client", args...)
+	cl, err := spawn(exe, pair.Kernel, procsEnv(c, c.Client), "client", args...)
 	if err != nil {
 		m.Error = err.Error()
 		return m
@@ -360,6 +398,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 		switch {
 		case line == "START":
 			s0, c0 = cpuSeconds(srv.cmd.Process.Pid), cpuSeconds(cl.cmd.Process.Pid)
+			fmt.Fprintln(srv.stdin, "reset")
 		case line == "END":
 			m.ServerCPU = cpuSeconds(srv.cmd.Process.Pid) - s0
 			m.ClientCPU = cpuSeconds(cl.cmd.Process.Pid) - c0
@@ -381,6 +420,9 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			if m.Count > 0 {
 				m.ServerCPUPerM = m.ServerCPU / float64(m.Count) * 1e6
 				m.ClientCPUPerM = m.ClientCPU / float64(m.Count) * 1e6
+			}
+			if m.Workload == "pingpong" {
+				m.Breakdown = serverTrace(srv)
 			}
 			return m
 		}

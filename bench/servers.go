@@ -25,6 +25,10 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 )
 
+// servedStack is the ustack server's stack, whose latency breakdown the
+// parent asks for (a server child runs one contender).
+var servedStack *stack.Stack
+
 // startServer starts the echo server (on port) and discard server (on
 // port+1) of a contender in the current namespace and returns a function
 // that stops them and releases everything.
@@ -59,10 +63,12 @@ func startServer(contender, iface, poll string, port uint16) (func(), error) {
 			Interface: iface,
 			Addrs:     []netip.Prefix{netip.PrefixFrom(vethtest.UstackIPv4, vethtest.PrefixLen4)},
 			Poll:      p,
+			Trace:     true,
 		})
 		if err != nil {
 			return nil, err
 		}
+		servedStack = s
 		ln, err := s.Listen("tcp", ustackAddr.String())
 		if err != nil {
 			s.Close()

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -131,6 +132,7 @@ func runServer(ctx context.Context, args []string) error {
 	listen := fs.String("listen", ":7000", "`address` to listen on (TCP also runs a discard server for -mode bulk on the next port)")
 	proto := fs.String("proto", "tcp", "`protocol`: tcp or udp")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to `file`")
+	trace := fs.Bool("trace", false, "record a latency breakdown of each request (RX ring → netstack → read → write → TX ring → kick) and print it on exit (-stack ustack)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -155,6 +157,10 @@ func runServer(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *trace && sf.which != "ustack" {
+		return errors.New("-trace needs -stack ustack")
+	}
+	cfg.Trace = *trace
 	var ln net.Listener
 	var pc net.PacketConn
 	var srv *stack.Stack
@@ -332,4 +338,16 @@ func printStats(s *stack.Stack) {
 	}
 	fmt.Printf("steering: %v\ntcp: segments in %d out %d, retransmits %d, checksum errors %d\n",
 		st.Steering, st.TCPSegmentsReceived, st.TCPSegmentsSent, st.TCPRetransmits, st.TCPChecksumErrors)
+	if st.Trace != nil {
+		printTrace(os.Stdout, st.Trace)
+	}
+}
+
+// printTrace prints the latency breakdown as a table.
+func printTrace(w io.Writer, t *stack.TraceStats) {
+	fmt.Fprintf(w, "latency breakdown (from the request's frame leaving the RX ring):\n")
+	fmt.Fprintf(w, "  %-13s %9s %9s %9s %9s\n", "stage", "requests", "p50", "p90", "p99")
+	for _, s := range t.Stages {
+		fmt.Fprintf(w, "  %-13v %9d %9s %9s %9s\n", s.Stage, s.Count, us(int64(s.P50)), us(int64(s.P90)), us(int64(s.P99)))
+	}
 }
