@@ -60,44 +60,6 @@ func (l *listener) Close() error {
 	return err
 }
 
-// tcpConn is a gonet connection that gives its port back once the
-// connection has finished closing.
-type tcpConn struct {
-	*gonet.TCPConn
-	s    *Stack
-	ep   tcpip.Endpoint
-	keys []portKey
-	once sync.Once
-}
-
-func newTCPConn(s *Stack, wq *waiter.Queue, ep tcpip.Endpoint, keys []portKey) *tcpConn {
-	return &tcpConn{TCPConn: gonet.NewTCPConn(wq, ep), s: s, ep: ep, keys: keys}
-}
-
-// Read implements net.Conn.
-func (c *tcpConn) Read(b []byte) (int, error) {
-	n, err := c.TCPConn.Read(b)
-	if t := c.s.ep.trace; t != nil && n > 0 {
-		t.read()
-	}
-	return n, err
-}
-
-// Write implements net.Conn.
-func (c *tcpConn) Write(b []byte) (int, error) {
-	if t := c.s.ep.trace; t != nil {
-		t.mark(StageWrite)
-	}
-	return c.TCPConn.Write(b)
-}
-
-// Close implements net.Conn.
-func (c *tcpConn) Close() error {
-	err := c.TCPConn.Close()
-	c.once.Do(func() { c.s.ports.releaseAfterClose(c.ep, c.keys) })
-	return err
-}
-
 // udpConn is a gonet UDP socket that gives its port back on Close.
 type udpConn struct {
 	*gonet.UDPConn

@@ -29,7 +29,10 @@ const spinYield = 16
 // of its OS thread (sched_yield).
 const osYield = 256
 
-var _ gstack.LinkEndpoint = (*endpoint)(nil)
+var (
+	_ gstack.LinkEndpoint       = (*endpoint)(nil)
+	_ gstack.SinglePacketWriter = (*endpoint)(nil)
+)
 
 // queue is one interface queue: its port, the worker state (RX side,
 // owned by the worker goroutine) and the TX state (guarded by txMu).
@@ -216,11 +219,22 @@ func (e *endpoint) SetOnCloseAction(f func()) {
 	e.mu.Unlock()
 }
 
+// WritePacket implements gstack.SinglePacketWriter: WritePackets for one
+// packet, without a list.
+func (e *endpoint) WritePacket(pkt *gstack.PacketBuffer) tcpip.Error {
+	one := [1]*gstack.PacketBuffer{pkt}
+	_, err := e.write(one[:])
+	return err
+}
+
 // WritePackets implements gstack.LinkWriter. It copies each packet into a
 // UMEM frame of the queue the first packet's flow hash selects, and kicks
 // once for the batch. It does not take ownership of pkts.
 func (e *endpoint) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
-	all := pkts.AsSlice()
+	return e.write(pkts.AsSlice())
+}
+
+func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 	if len(all) == 0 {
 		return 0, nil
 	}

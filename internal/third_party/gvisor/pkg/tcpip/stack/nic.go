@@ -158,8 +158,20 @@ type delegatingQueueingDiscipline struct {
 
 func (*delegatingQueueingDiscipline) Close() {}
 
+// SinglePacketWriter is a LinkWriter that can also write one packet
+// without the list WritePackets takes (ustack).
+type SinglePacketWriter interface {
+	// WritePacket writes pkt; it does not take ownership of it.
+	WritePacket(pkt *PacketBuffer) tcpip.Error
+}
+
 // WritePacket passes the packet through to the underlying LinkWriter's WritePackets.
 func (qDisc *delegatingQueueingDiscipline) WritePacket(pkt *PacketBuffer) tcpip.Error {
+	// ustack: a one-packet list escapes to the heap through the
+	// interface call; a link that takes single packets avoids it.
+	if w, ok := qDisc.LinkWriter.(SinglePacketWriter); ok {
+		return w.WritePacket(pkt)
+	}
 	var pkts PacketBufferList
 	pkts.PushBack(pkt)
 	_, err := qDisc.LinkWriter.WritePackets(pkts)

@@ -1,0 +1,276 @@
+package stack
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
+)
+
+// tcpConn is a net.Conn over a netstack TCP endpoint. Unlike gonet's, it
+// registers its wait entries once for its lifetime and keeps its scratch
+// state in the connection, so a Read or Write that finds data or room
+// allocates nothing, and one that has to wait allocates nothing either.
+// It gives its port back once the connection has finished closing.
+type tcpConn struct {
+	s    *Stack
+	ep   tcpip.Endpoint
+	wq   *waiter.Queue
+	keys []portKey
+
+	local, remote net.Addr
+
+	// readMu serializes Reads: they share rbuf, rEntry and rNotify.
+	readMu  sync.Mutex
+	rbuf    tcpip.SliceWriter
+	rEntry  waiter.Entry
+	rNotify <-chan struct{}
+	// writeMu serializes Writes: they share wbuf, wEntry and wNotify.
+	writeMu sync.Mutex
+	wbuf    bytes.Reader
+	wEntry  waiter.Entry
+	wNotify <-chan struct{}
+
+	rDeadline, wDeadline deadline
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+func newTCPConn(s *Stack, wq *waiter.Queue, ep tcpip.Endpoint, keys []portKey) *tcpConn {
+	c := &tcpConn{s: s, ep: ep, wq: wq, keys: keys}
+	c.rEntry, c.rNotify = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
+	c.wEntry, c.wNotify = waiter.NewChannelEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
+	wq.EventRegister(&c.rEntry)
+	wq.EventRegister(&c.wEntry)
+	if a, err := ep.GetLocalAddress(); err == nil {
+		c.local = tcpAddr(a)
+	}
+	if a, err := ep.GetRemoteAddress(); err == nil {
+		c.remote = tcpAddr(a)
+	}
+	c.rDeadline.init()
+	c.wDeadline.init()
+	return c
+}
+
+func tcpAddr(a tcpip.FullAddress) *net.TCPAddr {
+	return &net.TCPAddr{IP: net.IP(a.Addr.AsSlice()), Port: int(a.Port)}
+}
+
+func (c *tcpConn) opError(op string, err error) error {
+	return &net.OpError{Op: op, Net: "tcp", Source: c.local, Addr: c.remote, Err: err}
+}
+
+// Read implements net.Conn.
+func (c *tcpConn) Read(b []byte) (int, error) {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	if c.closed.Load() {
+		return 0, c.opError("read", net.ErrClosed)
+	}
+	if len(b) == 0 {
+		return 0, nil
+	}
+	expired := c.rDeadline.channel()
+	for {
+		c.rbuf = b
+		res, err := c.ep.Read(&c.rbuf, tcpip.ReadOptions{})
+		switch err.(type) {
+		case nil:
+			if t := c.s.ep.trace; t != nil && res.Count > 0 {
+				t.read()
+			}
+			return res.Count, nil
+		case *tcpip.ErrWouldBlock:
+			select {
+			case <-c.rNotify:
+			case <-expired:
+				return 0, c.opError("read", os.ErrDeadlineExceeded)
+			}
+		case *tcpip.ErrClosedForReceive:
+			if c.closed.Load() {
+				return 0, c.opError("read", net.ErrClosed)
+			}
+			return 0, io.EOF
+		default:
+			if c.closed.Load() {
+				return 0, c.opError("read", net.ErrClosed)
+			}
+			return 0, c.opError("read", goError(err))
+		}
+	}
+}
+
+// Write implements net.Conn. It returns once all of b is queued, or with
+// how much was when it fails.
+func (c *tcpConn) Write(b []byte) (int, error) {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if c.closed.Load() {
+		return 0, c.opError("write", net.ErrClosed)
+	}
+	if t := c.s.ep.trace; t != nil {
+		t.mark(StageWrite)
+	}
+	expired := c.wDeadline.channel()
+	n := 0
+	for n < len(b) {
+		c.wbuf.Reset(b[n:])
+		m, err := c.ep.Write(&c.wbuf, tcpip.WriteOptions{})
+		n += int(m)
+		switch err.(type) {
+		case nil:
+		case *tcpip.ErrWouldBlock:
+			select {
+			case <-c.wNotify:
+			case <-expired:
+				return n, c.opError("write", os.ErrDeadlineExceeded)
+			}
+		default:
+			if c.closed.Load() {
+				return n, c.opError("write", net.ErrClosed)
+			}
+			if _, ok := err.(*tcpip.ErrClosedForSend); ok {
+				return n, c.opError("write", errPipe)
+			}
+			return n, c.opError("write", goError(err))
+		}
+	}
+	return n, nil
+}
+
+// Close implements net.Conn. Blocked Reads and Writes return
+// net.ErrClosed.
+func (c *tcpConn) Close() error {
+	if c.closed.Swap(true) {
+		return c.opError("close", net.ErrClosed)
+	}
+	c.ep.Close()
+	c.rDeadline.stop()
+	c.wDeadline.stop()
+	c.closeOnce.Do(func() {
+		c.wq.EventUnregister(&c.rEntry)
+		c.wq.EventUnregister(&c.wEntry)
+		c.s.ports.releaseAfterClose(c.ep, c.keys)
+	})
+	return nil
+}
+
+// CloseRead shuts down the reading side.
+func (c *tcpConn) CloseRead() error {
+	if err := c.ep.Shutdown(tcpip.ShutdownRead); err != nil {
+		return c.opError("close", goError(err))
+	}
+	return nil
+}
+
+// CloseWrite shuts down the writing side: the peer reads EOF once it has
+// read what was written.
+func (c *tcpConn) CloseWrite() error {
+	if err := c.ep.Shutdown(tcpip.ShutdownWrite); err != nil {
+		return c.opError("close", goError(err))
+	}
+	return nil
+}
+
+// LocalAddr implements net.Conn.
+func (c *tcpConn) LocalAddr() net.Addr { return c.local }
+
+// RemoteAddr implements net.Conn.
+func (c *tcpConn) RemoteAddr() net.Addr { return c.remote }
+
+// SetDeadline implements net.Conn.
+func (c *tcpConn) SetDeadline(t time.Time) error {
+	c.rDeadline.set(t)
+	c.wDeadline.set(t)
+	return nil
+}
+
+// SetReadDeadline implements net.Conn.
+func (c *tcpConn) SetReadDeadline(t time.Time) error { c.rDeadline.set(t); return nil }
+
+// SetWriteDeadline implements net.Conn.
+func (c *tcpConn) SetWriteDeadline(t time.Time) error { c.wDeadline.set(t); return nil }
+
+// errPipe is what writing to a connection whose sending side is shut down
+// returns, as the kernel's EPIPE.
+var errPipe = errors.New("broken pipe")
+
+// deadline is one direction's deadline: a channel that is closed when it
+// passes. Waiters take the channel once per call; setting a new deadline
+// replaces a closed channel, and a pending timer is reused.
+type deadline struct {
+	mu      sync.Mutex
+	ch      chan struct{}
+	at      time.Time // zero: none
+	expired bool      // ch is closed
+	timer   *time.Timer
+}
+
+func (d *deadline) init() { d.ch = make(chan struct{}) }
+
+// channel returns the channel a waiter selects on.
+func (d *deadline) channel() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ch
+}
+
+// expire closes the channel if the deadline has passed: a timer armed for
+// an earlier deadline may fire after a later one was set.
+func (d *deadline) expire() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.at.IsZero() || time.Now().Before(d.at) {
+		return
+	}
+	if !d.expired {
+		d.expired = true
+		close(d.ch)
+	}
+}
+
+// set arms the deadline for t; the zero time means none.
+func (d *deadline) set(t time.Time) {
+	d.mu.Lock()
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	if d.expired {
+		d.ch = make(chan struct{})
+		d.expired = false
+	}
+	d.at = t
+	if t.IsZero() {
+		d.mu.Unlock()
+		return
+	}
+	wait := time.Until(t)
+	if wait <= 0 {
+		d.mu.Unlock()
+		d.expire()
+		return
+	}
+	if d.timer == nil {
+		d.timer = time.AfterFunc(wait, d.expire)
+	} else {
+		d.timer.Reset(wait)
+	}
+	d.mu.Unlock()
+}
+
+func (d *deadline) stop() {
+	d.mu.Lock()
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	d.mu.Unlock()
+}
