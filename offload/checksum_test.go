@@ -126,6 +126,28 @@ func udpFrame6(payload []byte) []byte {
 	return f
 }
 
+// partial rewrites a TCP or UDP frame's checksum field the way a Linux
+// sender with checksum offload leaves it: the folded pseudo-header sum.
+func partial(f []byte) []byte {
+	f = append([]byte(nil), f...)
+	ip := f[14:]
+	var pseudo, seg []byte
+	var proto byte
+	if binary.BigEndian.Uint16(f[12:]) == 0x0800 {
+		seg, proto = ip[20:], ip[9]
+		pseudo = append(append([]byte{}, ip[12:20]...), 0, proto, byte(len(seg)>>8), byte(len(seg)))
+	} else {
+		seg, proto = ip[40:], ip[6]
+		pseudo = append(append([]byte{}, ip[8:40]...), 0, 0, byte(len(seg)>>8), byte(len(seg)), 0, 0, 0, proto)
+	}
+	off := 16
+	if proto == 17 {
+		off = 6
+	}
+	binary.BigEndian.PutUint16(seg[off:], ^reference(pseudo))
+	return f
+}
+
 // udpSum is a computed UDP checksum as sent: 0 goes on the wire as 0xffff.
 func udpSum(c uint16) uint16 {
 	if c == 0 {
@@ -161,6 +183,19 @@ func TestVerify(t *testing.T) {
 	}
 	if v := Verify(noSum6); v != Invalid {
 		t.Errorf("IPv6 UDP without checksum: %v", v)
+	}
+	// Partial checksums (the field holds the folded pseudo-header sum,
+	// computed here with the reference sum) are told from bad ones.
+	for _, mk := range []func([]byte) []byte{tcpFrame4, tcpFrame6, udpFrame4, udpFrame6} {
+		f := mk([]byte("partial checksum"))
+		if v := Verify(partial(f)); v != Partial {
+			t.Errorf("partial checksum: %v", v)
+		}
+		f = partial(f)
+		f[len(f)-1] ^= 1 // the payload does not enter a partial sum
+		if v := Verify(f); v != Partial {
+			t.Errorf("partial checksum, other payload: %v", v)
+		}
 	}
 	icmp := tcpFrame4(nil)
 	icmp[14+9] = 1

@@ -3,6 +3,7 @@ package stack
 import (
 	"encoding/binary"
 	"io"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -70,8 +71,8 @@ func BenchmarkEndpointRxTx(b *testing.B) {
 	}
 	cfg := Config{}
 	cfg.fill()
-	rx := newEndpoint([]port{pb}, 1500, "\x02\x00\x00\x00\x00\x02", &cfg)
-	tx := newEndpoint([]port{pa}, 1500, "\x02\x00\x00\x00\x00\x01", &cfg)
+	rx := newEndpoint([]port{pb}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 2}}, &cfg)
+	tx := newEndpoint([]port{pa}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 1}}, &cfg)
 	d := &nopDispatcher{}
 	rx.dispatcher = d // no workers: the benchmark drives RX itself
 

@@ -48,7 +48,7 @@ type queue struct {
 	txDescs [batchSize]xsk.Desc // under txMu
 	txPkt   [batchSize]int      // under txMu: index in the batch of txDescs[i]'s packet
 
-	rxPackets, txPackets, txNoFrame, txOversize, rxRunt, rxBadChecksum, rxInline atomic.Uint64
+	rxPackets, txPackets, txNoFrame, txOversize, rxRunt, rxBadChecksum, rxPartialChecksum, rxInline atomic.Uint64
 
 	// spinning is set while the worker busy-polls (not blocked in Wait):
 	// only then may a kick be left to it.
@@ -92,6 +92,7 @@ type endpoint struct {
 	spinBudget time.Duration
 	pin        bool
 	trustRx    bool
+	partialOK  bool    // accept offload.Partial checksums (a veth peer)
 	trace      *tracer // nil unless Config.Trace
 
 	mu         sync.RWMutex
@@ -102,8 +103,9 @@ type endpoint struct {
 	wg   sync.WaitGroup
 }
 
-func newEndpoint(ports []port, mtu uint32, mac tcpip.LinkAddress, cfg *Config) *endpoint {
-	e := &endpoint{mtu: mtu, mac: mac, poll: cfg.Poll, spinBudget: cfg.SpinBudget, pin: cfg.Pin, trustRx: cfg.TrustRxChecksum}
+func newEndpoint(ports []port, link linkInfo, cfg *Config) *endpoint {
+	e := &endpoint{mtu: link.mtu, mac: tcpip.LinkAddress(link.mac), poll: cfg.Poll, spinBudget: cfg.SpinBudget, pin: cfg.Pin,
+		trustRx: cfg.TrustRxChecksum, partialOK: link.partialChecksums}
 	e.caps = gstack.CapabilityResolutionRequired
 	if cfg.Trace {
 		e.trace = newTracer()
@@ -477,6 +479,13 @@ func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
 		if !valid {
 			switch offload.Verify(data) {
 			case offload.Valid:
+				valid = true
+			case offload.Partial:
+				if !e.partialOK {
+					q.rxBadChecksum.Add(1)
+					continue
+				}
+				q.rxPartialChecksum.Add(1)
 				valid = true
 			case offload.Invalid:
 				q.rxBadChecksum.Add(1)

@@ -101,7 +101,7 @@ func newMemPairWith(t testing.TB, poll PollPolicy, cfgB func(*Config)) *memPair 
 		if err := cfg.validate(); err != nil {
 			t.Fatal(err)
 		}
-		s, err := newStack(cfg, []port{p}, 1500, mac, own)
+		s, err := newStack(cfg, []port{p}, linkInfo{mtu: 1500, mac: mac}, own)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -108,7 +108,10 @@ func New(cfg Config) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
-	s, err := newStack(cfg, ports, mtu, attrs.HardwareAddr, bpfOwner{prog})
+	// A veth peer is the local kernel, which hands over TCP and UDP with
+	// checksums left for offload unless its TX checksum offload is off.
+	info := linkInfo{mtu: mtu, mac: attrs.HardwareAddr, partialChecksums: link.Type() == "veth"}
+	s, err := newStack(cfg, ports, info, bpfOwner{prog})
 	if err != nil {
 		return nil, err
 	}

@@ -58,10 +58,20 @@ type Stack struct {
 	socks []port
 }
 
+// linkInfo is what ustack knows of the link it runs on.
+type linkInfo struct {
+	mtu uint32
+	mac net.HardwareAddr
+	// partialChecksums: the peer is local (veth) and may send TCP and UDP
+	// with checksums left for offload (offload.Partial), which are then
+	// accepted as the kernel accepts them.
+	partialChecksums bool
+}
+
 // newStack builds netstack over ports. On error the caller still runs its
 // own cleanups; newStack cleans up what it made.
-func newStack(cfg Config, ports []port, mtu uint32, mac net.HardwareAddr, owner portOwner) (*Stack, error) {
-	ep := newEndpoint(ports, mtu, tcpip.LinkAddress(mac), &cfg)
+func newStack(cfg Config, ports []port, link linkInfo, owner portOwner) (*Stack, error) {
+	ep := newEndpoint(ports, link, &cfg)
 	ns := gstack.New(gstack.Options{
 		NetworkProtocols: []gstack.NetworkProtocolFactory{
 			ipv4.NewProtocol,

@@ -16,6 +16,9 @@ type QueueStats struct {
 	// RxBadChecksum counts TCP and UDP packets whose checksum failed in
 	// the worker's verification; the worker drops them.
 	RxBadChecksum uint64
+	// RxPartialChecksum counts TCP and UDP packets accepted with a
+	// checksum left for offload (CHECKSUM_PARTIAL) by a veth peer.
+	RxPartialChecksum uint64
 	// RxInline counts TCP endpoints whose received segments the worker
 	// processed itself, after an RX batch (at most one per endpoint and
 	// batch), instead of waking a netstack processor goroutine.
@@ -53,7 +56,7 @@ func (s *Stack) Stats() Stats {
 			Queue:     i,
 			RxPackets: q.rxPackets.Load(), TxPackets: q.txPackets.Load(),
 			TxNoFrame: q.txNoFrame.Load(), TxOversize: q.txOversize.Load(), RxRunt: q.rxRunt.Load(),
-			RxBadChecksum: q.rxBadChecksum.Load(), RxInline: q.rxInline.Load(),
+			RxBadChecksum: q.rxBadChecksum.Load(), RxInline: q.rxInline.Load(), RxPartialChecksum: q.rxPartialChecksum.Load(),
 		}
 		if xp, ok := q.p.(interface{ Stats() (xsk.Stats, error) }); ok {
 			qs.XSK, _ = xp.Stats()

@@ -79,28 +79,40 @@ func pingPong(t *testing.T, c net.Conn, rounds int) {
 	}
 }
 
+// TestPrivilegedKernelClientUstackServer runs echo sessions from a kernel
+// client over IPv4 and IPv6, with the kernel end's TX checksum offload as
+// a new veth pair has it (on: its segments carry partial checksums, which
+// ustack accepts from a veth peer and counts) and off (full checksums).
 func TestPrivilegedKernelClientUstackServer(t *testing.T) {
-	p, s := newVethStack(t, vethtest.Options{}, Config{})
-	for _, a := range []netip.Addr{vethtest.UstackIPv4, vethtest.UstackIPv6} {
-		ln, err := s.Listen("tcp", netip.AddrPortFrom(a, 7007).String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		echo(t, ln)
-		c, err := kernelDial(context.Background(), p, "tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatalf("kernel dial %v: %v", ln.Addr(), err)
-		}
-		pingPong(t, c, 200)
-		c.Close()
-	}
-	st := s.Stats()
-	if st.TCPPassiveOpens < 2 || st.Steering[bpf.RedirectPort] == 0 || st.Steering[bpf.RedirectNeigh] == 0 {
-		t.Errorf("stats after two echo sessions: %+v", st)
-	}
-	if st.TCPChecksumErrors != 0 {
-		t.Errorf("%d TCP checksum errors", st.TCPChecksumErrors)
+	for _, csumOff := range []bool{false, true} {
+		t.Run(fmt.Sprintf("KernelTxChecksumOff=%v", csumOff), func(t *testing.T) {
+			p, s := newVethStack(t, vethtest.Options{KernelTxChecksumOff: csumOff}, Config{})
+			for _, a := range []netip.Addr{vethtest.UstackIPv4, vethtest.UstackIPv6} {
+				ln, err := s.Listen("tcp", netip.AddrPortFrom(a, 7007).String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ln.Close()
+				echo(t, ln)
+				c, err := kernelDial(context.Background(), p, "tcp", ln.Addr().String())
+				if err != nil {
+					t.Fatalf("kernel dial %v: %v", ln.Addr(), err)
+				}
+				pingPong(t, c, 200)
+				c.Close()
+			}
+			st := s.Stats()
+			if st.TCPPassiveOpens < 2 || st.Steering[bpf.RedirectPort] == 0 || st.Steering[bpf.RedirectNeigh] == 0 {
+				t.Errorf("stats after two echo sessions: %+v", st)
+			}
+			q := st.Queues[0]
+			if st.TCPChecksumErrors != 0 || q.RxBadChecksum != 0 {
+				t.Errorf("checksum errors: netstack %d, worker %d", st.TCPChecksumErrors, q.RxBadChecksum)
+			}
+			if partial := q.RxPartialChecksum; csumOff && partial != 0 || !csumOff && partial < 400 {
+				t.Errorf("%d partial checksums accepted with the kernel's TX checksum offload off=%v", partial, csumOff)
+			}
+		})
 	}
 }
 

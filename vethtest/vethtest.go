@@ -40,7 +40,9 @@ const (
 )
 
 // Options configures a Pair. The zero value is a single-queue pair with MTU
-// 1500 and the Kernel end's TX checksum offload off.
+// 1500 and both ends as the kernel creates them: in particular the Kernel
+// end's TX checksum offload stays on, as on any new veth pair, so it sends
+// TCP and UDP with checksums left for offload (CHECKSUM_PARTIAL).
 type Options struct {
 	// Queues is the number of RX and TX queues on each veth end (default 1).
 	// Native XDP on veth needs the XDP end to have at least as many RX
@@ -48,9 +50,9 @@ type Options struct {
 	Queues int
 	// MTU of both ends (default 1500). Native XDP on veth needs ≤ 3506.
 	MTU int
-	// KeepKernelTxChecksum leaves TX checksum offload on at the Kernel end,
-	// so it sends CHECKSUM_PARTIAL packets with unfinished checksums.
-	KeepKernelTxChecksum bool
+	// KernelTxChecksumOff turns TX checksum offload off at the Kernel end,
+	// so it sends complete checksums.
+	KernelTxChecksumOff bool
 }
 
 // Host is one namespace of a Pair and its veth end.
@@ -220,7 +222,7 @@ func New(opts Options) (_ *Pair, err error) {
 			return nil, err
 		}
 	}
-	if !opts.KeepKernelTxChecksum {
+	if opts.KernelTxChecksumOff {
 		if err := p.Kernel.Do(func() error { return setTxChecksum(p.Kernel.Link, false) }); err != nil {
 			return nil, fmt.Errorf("turn off tx checksum offload on %s: %w", p.Kernel.Link, err)
 		}

@@ -52,11 +52,22 @@ func TestPrivilegedPairCarriesKernelTraffic(t *testing.T) {
 	if err := p.Kernel.Do(func() (err error) { on, err = txChecksum(p.Kernel.Link); return err }); err != nil {
 		t.Fatal(err)
 	}
-	if on {
-		t.Error("tx checksum offload still on at the kernel end")
+	if !on {
+		t.Error("tx checksum offload off at the kernel end of a default pair")
 	}
 	if p.Kernel.Ifindex == 0 || len(p.Ustack.MAC) != 6 {
 		t.Fatalf("host fields not filled: %+v", p.Ustack)
+	}
+}
+
+func TestPrivilegedKernelTxChecksumOff(t *testing.T) {
+	p := NewT(t, Options{KernelTxChecksumOff: true})
+	var on bool
+	if err := p.Kernel.Do(func() (err error) { on, err = txChecksum(p.Kernel.Link); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if on {
+		t.Error("tx checksum offload still on at the kernel end")
 	}
 }
 
