@@ -14,9 +14,16 @@
 #                                             plus the existing patches as the
 #                                             next patch, gvisor-patches/NNNN-NAME.patch
 #
+#   internal/third_party/gvisor.sh -amend NNNN
+#                                             fold the copy's edits into the
+#                                             existing patch NNNN (header kept):
+#                                             the later patches are reversed
+#                                             from the copy, so the edits must
+#                                             not touch what they change
+#
 # To change netstack: edit files under internal/third_party/gvisor, run
-# -mkpatch, write the patch's header (what, why, which test), run the script
-# once more and commit the copy and the patch together.
+# -mkpatch (or -amend), write the patch's header (what, why, which test),
+# run the script once more and commit the copy and the patch together.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -137,7 +144,31 @@ case "${1:-}" in
 	} >"$out"
 	echo "gvisor.sh: wrote $out; fill in its header"
 	;;
+-amend)
+	num=${2:-}
+	target=$(ls "$patches/$num"-*.patch 2>/dev/null | head -1)
+	[[ "$num" =~ ^[0-9]{4}$ && -n "$target" ]] || die "-amend needs the number of an existing patch (NNNN)"
+	# The copy as edited, with the patches after NNNN taken back out.
+	cp -r "$copy" "$tmp/b"
+	for p in $(ls "$patches"/*.patch | sort -r); do
+		[[ "$(basename "$p")" > "$(basename "$target")" ]] || break
+		patch -s -R -p1 -d "$tmp/b" --no-backup-if-mismatch <"$p" || die "$(basename "$p") does not reverse from the edited copy: amend by hand"
+	done
+	# Upstream with the patches before NNNN.
+	mkdir "$tmp/before"
+	for p in "$patches"/*.patch; do
+		[[ "$(basename "$p")" < "$(basename "$target")" ]] && cp "$p" "$tmp/before/"
+	done
+	patches="$tmp/before" build "$tmp/a"
+	hdr=$(sed '/^diff -ruN/,$d' "$target")
+	(cd "$tmp" && diff -ruN a b) >"$tmp/patch" && die "patch $num would be empty"
+	{
+		printf '%s\n\n' "$hdr"
+		sed -e 's#^\(---\|+++\) \([^\t]*\)\t.*#\1 \2#' "$tmp/patch"
+	} >"$target"
+	echo "gvisor.sh: amended $target; run gvisor.sh -check"
+	;;
 *)
-	die "usage: gvisor.sh [-check | -mkpatch NAME]"
+	die "usage: gvisor.sh [-check | -mkpatch NAME | -amend NNNN]"
 	;;
 esac

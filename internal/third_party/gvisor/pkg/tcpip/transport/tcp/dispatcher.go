@@ -386,7 +386,12 @@ func (e *Endpoint) RunDeferred() {
 	if e.segmentQueue.empty() {
 		return
 	}
-	processEndpoint(e)
+	// Only the states whose handlers merely try the endpoint lock run
+	// here: the delivering goroutine must never block on it (a closed
+	// endpoint's drain takes it unconditionally).
+	if st := e.EndpointState(); st != StateError && st != StateClose {
+		processEndpoint(e)
+	}
 	if !e.segmentQueue.empty() && !e.isOwnedByUser() {
 		e.protocol.dispatcher.selectProcessor(e.ID).queueEndpoint(e)
 	}
