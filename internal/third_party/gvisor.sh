@@ -128,8 +128,9 @@ case "${1:-}" in
 	name=${2:-}
 	[[ "$name" =~ ^[a-z0-9-]+$ ]] || die "-mkpatch needs a name of lowercase letters, digits and dashes"
 	build "$tmp/a"
-	n=$(npatches)
-	out=$(printf '%s/%04d-%s.patch' "$patches" $((n + 1)) "$name")
+	# The next number after the highest in use.
+	n=$(ls "$patches" 2>/dev/null | sed -n 's/^\([0-9]\{4\}\)-.*\.patch$/\1/p' | sort -n | tail -1)
+	out=$(printf '%s/%04d-%s.patch' "$patches" $((10#${n:-0} + 1)) "$name")
 	mkdir -p "$patches"
 	(cd "$tmp" && ln -s "$copy" b && diff -ruN a b/ >"$tmp/patch") && die "no difference to make a patch of"
 	{
