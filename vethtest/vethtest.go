@@ -106,6 +106,13 @@ func (h *Host) Do(fn func() error) error {
 // closed with the Pair.
 func (h *Host) Netlink() *netlink.Handle { return h.nl }
 
+// SetTxChecksum turns the host's veth end's TX checksum offload on or off
+// (ethtool -K tx). With it on, the kernel sends TCP and UDP with checksums
+// left for offload (CHECKSUM_PARTIAL).
+func (h *Host) SetTxChecksum(on bool) error {
+	return h.Do(func() error { return setTxChecksum(h.Link, on) })
+}
+
 // Pair is two namespaces joined by a veth pair.
 type Pair struct {
 	// Kernel is the peer host, running only the Linux stack.
