@@ -107,6 +107,9 @@ func TestPrivilegedQuickRun(t *testing.T) {
 		}
 	}
 	for _, c := range allContenders {
+		if c.Upstream {
+			continue // runs only when asked for
+		}
 		for _, w := range c.Workloads {
 			if !seen[c.Name+"/"+w] {
 				t.Errorf("no result for %s/%s", c.Name, w)

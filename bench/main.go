@@ -85,14 +85,18 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-warmup ≥ 0, -conns 1..10000, -pipeline 1..1024, -runs 1..100")
 	}
 	known := map[string]bool{}
-	for _, n := range allContenderNames() {
-		known[n] = true
+	for _, c := range allContenders {
+		known[c.Name] = true
 	}
 	o.contenders = []string{"kernel"}
 	for _, c := range strings.Split(*contenders, ",") {
 		c = strings.TrimSpace(c)
 		if !known[c] {
-			return o, fmt.Errorf("-contenders: unknown %q (known: %s)", c, strings.Join(allContenderNames(), ", "))
+			var all []string
+			for _, c := range allContenders {
+				all = append(all, c.Name)
+			}
+			return o, fmt.Errorf("-contenders: unknown %q (known: %s)", c, strings.Join(all, ", "))
 		}
 		if c != "kernel" {
 			o.contenders = append(o.contenders, c)

@@ -67,10 +67,11 @@ func serveMain(args []string) error {
 	iface := fs.String("iface", "", "interface")
 	poll := fs.String("poll", "spin", "ustack polling policy")
 	port := fs.Int("port", 7000, "port")
+	upstream := fs.Bool("upstream", false, "ustack with upstream netstack's hand-offs and immediate ACKs")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	stop, err := startServer(*contender, *iface, *poll, uint16(*port))
+	stop, err := startServer(*contender, *iface, *poll, uint16(*port), *upstream)
 	if err != nil {
 		return err
 	}

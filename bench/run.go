@@ -38,29 +38,40 @@ type contender struct {
 	// the contender runs, for a server that drops the partial checksums a
 	// default veth peer sends.
 	FullChecksums bool
+	// Upstream runs a ustack server with netstack's own TCP engine
+	// behaviour: segments handed to processor goroutines, every batch
+	// acknowledged at once (Config.HandOffTCP, DelayedAck < 0). Only run
+	// when named in -contenders.
+	Upstream bool
 }
 
 var allContenders = []contender{
-	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "rate", "bulk"}, 0, false},
-	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk"}, 0, false},
-	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0, false},
+	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "rate", "bulk"}, 0, false, false},
+	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk"}, 0, false, false},
+	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0, false, false},
 	// The same with one P: the application's goroutines then run on the
 	// worker's thread, which on a 2-CPU machine keeps them off the CPU
 	// the client needs.
-	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 1, false},
-	{"ustack-adaptive", "ustack", "adaptive", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false},
-	{"ustack-blocking", "ustack", "blocking", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false},
-	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0, false},
+	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 1, false, false},
+	{"ustack-adaptive", "ustack", "adaptive", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false},
+	{"ustack-blocking", "ustack", "blocking", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false},
+	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0, false, false},
 	// gVisor's endpoint drops a default veth peer's partial checksums
 	// (its connections never open), so it runs with full checksums.
-	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0, true},
-	{"floor", "floor", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false},
+	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0, true, false},
+	{"floor", "floor", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false},
+	// ustack with upstream netstack's hand-offs and immediate ACKs: what
+	// running TCP to completion on the worker and delaying ACKs buy.
+	{Name: "ustack-handoff", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk"}, Upstream: true},
 }
 
+// allContenderNames lists the contenders that run by default.
 func allContenderNames() []string {
 	var n []string
 	for _, c := range allContenders {
-		n = append(n, c.Name)
+		if !c.Upstream {
+			n = append(n, c.Name)
+		}
 	}
 	return n
 }
@@ -357,7 +368,8 @@ func (c *child) stop() error {
 }
 
 func startServerChild(exe string, pair *vethtest.Pair, c contender) (*child, error) {
-	ch, err := spawn(exe, pair.Ustack, procsEnv(c, c.Server), "serve", "-contender", c.Server, "-iface", pair.Ustack.Link, "-poll", c.Poll, "-port", strconv.Itoa(benchPort))
+	ch, err := spawn(exe, pair.Ustack, procsEnv(c, c.Server), "serve", "-contender", c.Server, "-iface", pair.Ustack.Link, "-poll", c.Poll, "-port", strconv.Itoa(benchPort),
+		"-upstream="+strconv.FormatBool(c.Upstream))
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ var servedStack *stack.Stack
 // startServer starts the echo server (on port) and discard server (on
 // port+1) of a contender in the current namespace and returns a function
 // that stops them and releases everything.
-func startServer(contender, iface, poll string, port uint16) (func(), error) {
+func startServer(contender, iface, poll string, port uint16, upstream bool) (func(), error) {
 	kernelAddr := netip.AddrPortFrom(vethtest.UstackHostIPv4, port)
 	ustackAddr := netip.AddrPortFrom(vethtest.UstackIPv4, port)
 	switch contender {
@@ -59,12 +59,16 @@ func startServer(contender, iface, poll string, port uint16) (func(), error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := stack.New(stack.Config{
+		cfg := stack.Config{
 			Interface: iface,
 			Addrs:     []netip.Prefix{netip.PrefixFrom(vethtest.UstackIPv4, vethtest.PrefixLen4)},
 			Poll:      p,
 			Trace:     true,
-		})
+		}
+		if upstream {
+			cfg.HandOffTCP, cfg.DelayedAck = true, -1
+		}
+		s, err := stack.New(cfg)
 		if err != nil {
 			return nil, err
 		}

@@ -95,6 +95,11 @@ type Config struct {
 	// in bytes (default 1 MiB each; netstack autotunes the receive side
 	// up to 4 MiB).
 	TCPSendBuffer, TCPReceiveBuffer int
+	// HandOffTCP hands received TCP segments to netstack's processor
+	// goroutines, as upstream netstack does, instead of processing them
+	// on the worker after each RX batch (run to completion, the default).
+	// For comparisons.
+	HandOffTCP bool
 	// DelayedAck is the longest TCP holds the ACK it owes for received
 	// data, waiting for a segment of the application's (typically its
 	// reply) to carry it (default 500µs; negative: acknowledge every

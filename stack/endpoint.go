@@ -93,6 +93,7 @@ type endpoint struct {
 	pin        bool
 	trustRx    bool
 	partialOK  bool    // accept offload.Partial checksums (a veth peer)
+	handOff    bool    // Config.HandOffTCP
 	trace      *tracer // nil unless Config.Trace
 
 	mu         sync.RWMutex
@@ -105,7 +106,7 @@ type endpoint struct {
 
 func newEndpoint(ports []port, link linkInfo, cfg *Config) *endpoint {
 	e := &endpoint{mtu: link.mtu, mac: tcpip.LinkAddress(link.mac), poll: cfg.Poll, spinBudget: cfg.SpinBudget, pin: cfg.Pin,
-		trustRx: cfg.TrustRxChecksum, partialOK: link.partialChecksums}
+		trustRx: cfg.TrustRxChecksum, partialOK: link.partialChecksums, handOff: cfg.HandOffTCP}
 	e.caps = gstack.CapabilityResolutionRequired
 	if cfg.Trace {
 		e.trace = newTracer()
@@ -498,7 +499,9 @@ func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
 		pkt.LinkHeader().Consume(ethHeaderLen)
 		pkt.NetworkProtocolNumber = proto
 		pkt.RXChecksumValidated = valid
-		pkt.Deferrer = &q.deferred
+		if !e.handOff {
+			pkt.Deferrer = &q.deferred
+		}
 		d.DeliverNetworkPacket(proto, pkt)
 		pkt.DecRef()
 	}
