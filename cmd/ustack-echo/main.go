@@ -20,6 +20,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -177,6 +178,13 @@ func runServer(ctx context.Context, args []string) error {
 	case "ustack":
 		if err := checkRoot(); err != nil {
 			return err
+		}
+		if os.Getenv("GOMAXPROCS") == "" && cfg.Poll != stack.Blocking && runtime.GOMAXPROCS(0) > cfg.Queues {
+			// One P per spinning worker: the handlers then run on the
+			// workers' threads instead of waking idle ones (README,
+			// Known issues). This process is ours to tune.
+			runtime.GOMAXPROCS(cfg.Queues)
+			fmt.Printf("GOMAXPROCS=%d (one per worker; set GOMAXPROCS to override)\n", cfg.Queues)
 		}
 		s, err := stack.New(cfg)
 		if err != nil {
