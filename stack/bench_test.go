@@ -22,32 +22,39 @@ import (
 func BenchmarkMemPingPong(b *testing.B) {
 	for _, policy := range []PollPolicy{Spin, Adaptive, Blocking} {
 		b.Run(policy.String(), func(b *testing.B) {
-			mp := newMemPair(b, policy)
-			ln, err := mp.b.Listen("tcp4", ":7")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ln.Close()
-			echo(b, ln)
-			c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), 7).String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(5 * time.Minute))
-			msg := make([]byte, 64)
-			buf := make([]byte, 64)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				c.Write(msg)
-				if _, err := io.ReadFull(c, buf); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/rtt")
+			benchMemPingPong(b, newMemPair(b, policy))
 		})
 	}
+	// Spin with netstack's whole receive path for every segment.
+	b.Run("spin-no-early-demux", func(b *testing.B) {
+		benchMemPingPong(b, newMemPairWith(b, Spin, func(c *Config) { c.NoEarlyDemux = true }))
+	})
+}
+
+func benchMemPingPong(b *testing.B, mp *memPair) {
+	ln, err := mp.b.Listen("tcp4", ":7")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	echo(b, ln)
+	c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), 7).String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Minute))
+	msg := make([]byte, 64)
+	buf := make([]byte, 64)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c.Write(msg)
+		if _, err := io.ReadFull(c, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/rtt")
 }
 
 // nopDispatcher consumes delivered packets, so the benchmark below measures

@@ -100,6 +100,10 @@ type Config struct {
 	// on the worker after each RX batch (run to completion, the default).
 	// For comparisons.
 	HandOffTCP bool
+	// NoEarlyDemux sends every received segment through netstack's NIC,
+	// IP and demuxer layers; by default a verified segment of an
+	// established IPv4 connection goes straight to it. For comparisons.
+	NoEarlyDemux bool
 	// DelayedAck is the longest TCP holds the ACK it owes for received
 	// data, waiting for a segment of the application's (typically its
 	// reply) to carry it (default 500µs; negative: acknowledge every

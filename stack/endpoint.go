@@ -92,9 +92,10 @@ type endpoint struct {
 	spinBudget time.Duration
 	pin        bool
 	trustRx    bool
-	partialOK  bool    // accept offload.Partial checksums (a veth peer)
-	handOff    bool    // Config.HandOffTCP
-	trace      *tracer // nil unless Config.Trace
+	partialOK  bool      // accept offload.Partial checksums (a veth peer)
+	handOff    bool      // Config.HandOffTCP
+	fast       *fastPath // early demux, set by newStack (nil: none)
+	trace      *tracer   // nil unless Config.Trace
 
 	mu         sync.RWMutex
 	dispatcher gstack.NetworkDispatcher // guarded by mu; read once per batch
@@ -492,6 +493,9 @@ func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
 				q.rxBadChecksum.Add(1)
 				continue
 			}
+		}
+		if e.fast != nil && valid && !e.handOff && e.fast.deliver(data, &q.deferred) {
+			continue
 		}
 		pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{
 			Payload: buffer.MakeWithData(data),

@@ -85,6 +85,9 @@ func newStack(cfg Config, ports []port, link linkInfo, owner portOwner) (*Stack,
 		TransportProtocols: []gstack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4, icmp.NewProtocol6},
 	})
 	s := &Stack{cfg: cfg, ns: ns, ep: ep, addrs: cfg.Addrs}
+	if q, ok := ns.TransportProtocolInstance(tcp.ProtocolNumber).(segmentQueuer); ok && !cfg.NoEarlyDemux {
+		ep.fast = &fastPath{ns: ns, tcp: q}
+	}
 	s.ports = newPortTable(owner)
 	fail := func(err error) (*Stack, error) {
 		ns.Close()

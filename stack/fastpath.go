@@ -1,0 +1,73 @@
+package stack
+
+import (
+	"encoding/binary"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/buffer"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header/parse"
+	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
+)
+
+// segmentQueuer is netstack's TCP protocol as the transport demuxer sees
+// it: it queues a segment to a connection.
+type segmentQueuer interface {
+	QueuePacket(ep gstack.TransportEndpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer)
+}
+
+// fastPath is early demux, as Linux's tcp_v4_early_demux: a verified TCP
+// segment over plain IPv4 (no options, not a fragment) for an established
+// connection goes straight to that connection's queue, skipping netstack's
+// NIC, IPv4 and demuxer layers, which for such a segment only find the
+// same connection again. Everything else (SYNs to listeners, IPv6, ICMP,
+// options, fragments) takes netstack's path. Its counters are kept.
+type fastPath struct {
+	ns  *gstack.Stack
+	tcp segmentQueuer
+}
+
+// deliver queues frame to its connection and reports whether it did; the
+// caller delivers it the ordinary way if not. frame's checksums have been
+// verified.
+func (f *fastPath) deliver(frame []byte, deferrer gstack.Deferrer) bool {
+	if len(frame) < ethHeaderLen+header.IPv4MinimumSize+header.TCPMinimumSize ||
+		binary.BigEndian.Uint16(frame[12:14]) != uint16(header.IPv4ProtocolNumber) {
+		return false
+	}
+	ip := header.IPv4(frame[ethHeaderLen:])
+	total := int(ip.TotalLength())
+	if ip[0] != 0x45 || ip.Protocol() != uint8(header.TCPProtocolNumber) || ip.More() || ip.FragmentOffset() != 0 ||
+		total < header.IPv4MinimumSize+header.TCPMinimumSize || total > len(ip) {
+		return false
+	}
+	tcp := header.TCP(ip[header.IPv4MinimumSize:total])
+	id := gstack.TransportEndpointID{
+		LocalPort:     tcp.DestinationPort(),
+		LocalAddress:  ip.DestinationAddress(),
+		RemotePort:    tcp.SourcePort(),
+		RemoteAddress: ip.SourceAddress(),
+	}
+	ep := f.ns.FindTransportEndpoint(header.IPv4ProtocolNumber, header.TCPProtocolNumber, id, nicID)
+	if ep == nil {
+		return false
+	}
+	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: buffer.MakeWithData(ip[:total])})
+	defer pkt.DecRef()
+	pkt.NetworkProtocolNumber = header.IPv4ProtocolNumber
+	pkt.TransportProtocolNumber = header.TCPProtocolNumber
+	pkt.NetworkHeader().Consume(header.IPv4MinimumSize)
+	if !parse.TCP(pkt) {
+		return false
+	}
+	pkt.NICID = nicID
+	pkt.PktType = tcpip.PacketHost
+	pkt.RXChecksumValidated = true
+	pkt.Deferrer = deferrer
+	st := f.ns.Stats()
+	st.IP.PacketsReceived.Increment()
+	st.IP.ValidPacketsReceived.Increment()
+	st.IP.PacketsDelivered.Increment()
+	f.tcp.QueuePacket(ep, id, pkt)
+	return true
+}
