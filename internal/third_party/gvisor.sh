@@ -120,9 +120,10 @@ case "${1:-}" in
 	name=${2:-}
 	[[ "$name" =~ ^[a-z0-9-]+$ ]] || die "-mkpatch needs a name of lowercase letters, digits and dashes"
 	build "$tmp/a"
-	n=$(ls "$patches"/*.patch 2>/dev/null | wc -l)
-	out=$(printf '%s/%04d-%s.patch' "$patches" $((n + 1)) "$name")
+	# find, not ls: with no patch yet ls fails, and set -e ends the script.
 	mkdir -p "$patches"
+	n=$(find "$patches" -maxdepth 1 -name '*.patch' | wc -l)
+	out=$(printf '%s/%04d-%s.patch' "$patches" $((n + 1)) "$name")
 	(cd "$tmp" && ln -s "$copy" b && diff -ruN a b/ >"$tmp/patch") && die "no difference to make a patch of"
 	{
 		echo "Subject: $name"
