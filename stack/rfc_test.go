@@ -10,6 +10,42 @@ import (
 	"time"
 )
 
+// TestRFCAckOfUnsentData: a segment whose ACK acknowledges data ustack
+// never sent (SND.NXT < SEG.ACK) is answered with an ACK and dropped, its
+// data never delivered (RFC 9293 §3.10.7.4, RFC 5961 §5.2: a blind
+// injection must not get data in). Needs patch 0010-ack-of-unsent-data.
+func TestRFCAckOfUnsentData(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sent int // bytes ustack has sent (and the peer acknowledged)
+	}{{"idle", 0}, {"after-data", 10}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newScriptPeer(t, scriptOptions{})
+			c := p.Connect()
+			nxt := uint32(1)
+			if tc.sent > 0 {
+				data := bytes.Repeat([]byte("s"), tc.sent)
+				if _, err := c.Write(data); err != nil {
+					t.Fatal(err)
+				}
+				p.Expect(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: data})
+				nxt += uint32(tc.sent)
+				p.Send(seg{Flags: "A", Seq: 1, Ack: nxt})
+			}
+			p.Send(seg{Flags: "PA", Seq: 1, Ack: nxt + 1000, Payload: []byte("evil")})
+			p.Expect(seg{Flags: "A", Seq: nxt, Ack: 1})
+			// The same bytes with an acceptable ACK are new data: had
+			// the forged segment been accepted, "good" would be a
+			// duplicate and the application would read "evil".
+			p.Send(seg{Flags: "PA", Seq: 1, Ack: nxt, Payload: []byte("good")})
+			p.Expect(seg{Flags: "A", Seq: nxt, Ack: 5})
+			if got := readAvailable(t, c, time.Second); string(got) != "good" {
+				t.Fatalf("application read %q, want %q", got, "good")
+			}
+		})
+	}
+}
+
 // TestRFCResetInWindow: a RST whose sequence number is in the window but
 // not RCV.NXT gets a challenge ACK and leaves the connection up (RFC 5961
 // §3.2); a RST outside the window is dropped silently; one at exactly

@@ -1363,6 +1363,17 @@ func (e *Endpoint) handleSegmentLocked(s *segment) (cont bool, err tcpip.Error) 
 		// send window scale.
 		s.window <<= e.snd.SndWndScale
 
+		// RFC 9293 section 3.10.7.4: "If the ACK acknowledges
+		// something not yet sent (SEG.ACK > SND.NXT), then send an
+		// ACK, drop the segment, and return." The whole segment goes,
+		// data included: RFC 5961 section 5.2 explains the blind data
+		// injection this stops. Linux: tcp_ack() sends a challenge ACK
+		// and returns SKB_DROP_REASON_TCP_ACK_UNSENT_DATA.
+		if e.snd.SndNxt.LessThan(s.ackNumber) {
+			e.snd.maybeSendOutOfWindowAck(s)
+			return true, nil
+		}
+
 		// RFC 793, page 41 states that "once in the ESTABLISHED
 		// state all segments must carry current acknowledgment
 		// information."
