@@ -66,9 +66,10 @@ type seg struct {
 
 func (s seg) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[%s] seq %d", s.Flags, s.Seq)
+	// Signed, so that numbers before the ISN read as such.
+	fmt.Fprintf(&b, "[%s] seq %d", s.Flags, int32(s.Seq))
 	if strings.Contains(s.Flags, "A") {
-		fmt.Fprintf(&b, " ack %d", s.Ack)
+		fmt.Fprintf(&b, " ack %d", int32(s.Ack))
 	}
 	switch {
 	case s.Win == zeroWin:
