@@ -202,3 +202,30 @@ func TestRFCZeroWindow(t *testing.T) {
 		t.Fatalf("application read %q after the window reopened, want %q", b, "!")
 	}
 }
+
+// TestRFCTooOldAck: a segment whose ACK is below SND.UNA - MAX.SND.WND
+// (acknowledging bytes from further back than any window the peer ever
+// offered, or from before ustack's ISN) is answered with an ACK and
+// dropped, data included (RFC 5961 §5.2, RFC 9293 §3.10.7.4 for stacks
+// that implement RFC 5961). An old ACK within that range is a plain
+// duplicate, and its data is delivered.
+func TestRFCTooOldAck(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{})
+	c := p.Connect()
+	data := bytes.Repeat([]byte("s"), 100)
+	if _, err := c.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	p.Expect(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: data})
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 101})
+	// The peer never offered more than 65535 bytes: an ACK 50 bytes
+	// back is plausible (a reordered duplicate), one 100000 back is not.
+	back := uint32(100000)
+	p.Send(seg{Flags: "PA", Seq: 1, Ack: 101 - back, Payload: []byte("evil")})
+	p.Expect(seg{Flags: "A", Seq: 101, Ack: 1})
+	p.Send(seg{Flags: "PA", Seq: 1, Ack: 51, Payload: []byte("good")})
+	p.Expect(seg{Flags: "A", Seq: 101, Ack: 5})
+	if got := readAvailable(t, c, time.Second); string(got) != "good" {
+		t.Fatalf("application read %q, want %q", got, "good")
+	}
+}

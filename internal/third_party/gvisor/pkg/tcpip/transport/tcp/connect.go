@@ -1374,6 +1374,16 @@ func (e *Endpoint) handleSegmentLocked(s *segment) (cont bool, err tcpip.Error) 
 			return true, nil
 		}
 
+		// RFC 5961 section 5.2, a MUST in RFC 9293 section 3.10.7.4
+		// for stacks that implement RFC 5961: an ACK is acceptable only
+		// if SND.UNA - MAX.SND.WND =< SEG.ACK; a segment with an older
+		// one is dropped with an ACK, as blind injection. Linux: tcp_ack()
+		// (SKB_DROP_REASON_TCP_TOO_OLD_ACK).
+		if s.ackNumber.LessThan(e.snd.SndUna - seqnum.Value(e.snd.maxSndWnd)) {
+			e.snd.maybeSendOutOfWindowAck(s)
+			return true, nil
+		}
+
 		// RFC 793, page 41 states that "once in the ESTABLISHED
 		// state all segments must carry current acknowledgment
 		// information."
