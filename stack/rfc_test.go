@@ -6,6 +6,7 @@ package stack
 
 import (
 	"bytes"
+	"net"
 	"testing"
 	"time"
 )
@@ -16,12 +17,24 @@ import (
 // injection must not get data in). Needs patch 0010-ack-of-unsent-data.
 func TestRFCAckOfUnsentData(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		sent int // bytes ustack has sent (and the peer acknowledged)
-	}{{"idle", 0}, {"after-data", 10}} {
+		name   string
+		sent   int  // bytes ustack has sent (and the peer acknowledged)
+		v6     bool // over IPv6
+		active bool // ustack opened the connection
+	}{
+		{name: "idle", sent: 0},
+		{name: "after-data", sent: 10},
+		{name: "after-data/ipv6", sent: 10, v6: true},
+		{name: "after-data/active-open", sent: 10, active: true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newScriptPeer(t, scriptOptions{})
-			c := p.Connect()
+			p := newScriptPeer(t, scriptOptions{IPv6: tc.v6})
+			var c net.Conn
+			if tc.active {
+				c = p.Accept()
+			} else {
+				c = p.Connect()
+			}
 			nxt := uint32(1)
 			if tc.sent > 0 {
 				data := bytes.Repeat([]byte("s"), tc.sent)
@@ -154,8 +167,8 @@ func TestRFCSACKHoles(t *testing.T) {
 
 // TestRFCZeroWindow: with the application not reading, the window closes
 // to 0; a zero-window probe (one byte beyond the window, RFC 9293
-// §3.8.6.1) is answered with an ACK that still shows window 0 and does
-// not acknowledge the byte; once the application reads, ustack reopens
+// §3.8.6.1, or Linux's empty segment one below RCV.NXT) is answered with
+// an ACK that still shows window 0 and does not acknowledge the byte; once the application reads, ustack reopens
 // the window unprompted (a window update), and the probe byte is then
 // accepted.
 func TestRFCZeroWindow(t *testing.T) {
@@ -178,6 +191,9 @@ func TestRFCZeroWindow(t *testing.T) {
 	}
 	t.Logf("window closed after %d bytes", len(sent))
 	p.Send(seg{Flags: "A", Seq: nxt, Ack: 1, Payload: []byte("!")})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: nxt, Win: zeroWin})
+	// Linux's probe: no data, the sequence number one below RCV.NXT.
+	p.Send(seg{Flags: "A", Seq: nxt - 1, Ack: 1})
 	p.Expect(seg{Flags: "A", Seq: 1, Ack: nxt, Win: zeroWin})
 	p.ExpectNothing(50 * time.Millisecond)
 
@@ -227,5 +243,27 @@ func TestRFCTooOldAck(t *testing.T) {
 	p.Expect(seg{Flags: "A", Seq: 101, Ack: 5})
 	if got := readAvailable(t, c, time.Second); string(got) != "good" {
 		t.Fatalf("application read %q, want %q", got, "good")
+	}
+}
+
+// TestRFCSACKBlockLimit: with more islands than fit, the ACK carries as
+// many blocks as the option space holds (4 without timestamps), the
+// newest first, then the most recently reported (RFC 2018 §4).
+func TestRFCSACKBlockLimit(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ipv4", true: "ipv6"}[v6], func(t *testing.T) {
+			p := newScriptPeer(t, scriptOptions{IPv6: v6})
+			p.Connect()
+			chunk := bytes.Repeat([]byte("x"), 100)
+			p.Send(seg{Flags: "A", Seq: 1, Ack: 1, Payload: chunk})
+			p.Expect(seg{Flags: "A", Seq: 1, Ack: 101})
+			var blocks [][2]uint32
+			for i := uint32(2); i <= 10; i += 2 {
+				start := 1 + 100*i
+				p.Send(seg{Flags: "A", Seq: start, Ack: 1, Payload: chunk})
+				blocks = append([][2]uint32{{start, start + 100}}, blocks...)
+				p.Expect(seg{Flags: "A", Seq: 1, Ack: 101, SACK: blocks[:min(len(blocks), 4)]})
+			}
+		})
 	}
 }
