@@ -247,12 +247,16 @@ func TestRFCTooOldAck(t *testing.T) {
 }
 
 // TestRFCSACKBlockLimit: with more islands than fit, the ACK carries as
-// many blocks as the option space holds (4 without timestamps), the
+// many blocks as the option space holds (4, or 3 beside timestamps), the
 // newest first, then the most recently reported (RFC 2018 §4).
 func TestRFCSACKBlockLimit(t *testing.T) {
-	for _, v6 := range []bool{false, true} {
-		t.Run(map[bool]string{false: "ipv4", true: "ipv6"}[v6], func(t *testing.T) {
-			p := newScriptPeer(t, scriptOptions{IPv6: v6})
+	for _, tc := range []struct {
+		name      string
+		v6, ts    bool
+		maxBlocks int
+	}{{"ipv4", false, false, 4}, {"ipv6", true, false, 4}, {"timestamps", false, true, 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newScriptPeer(t, scriptOptions{IPv6: tc.v6, Timestamps: tc.ts})
 			p.Connect()
 			chunk := bytes.Repeat([]byte("x"), 100)
 			p.Send(seg{Flags: "A", Seq: 1, Ack: 1, Payload: chunk})
@@ -262,7 +266,7 @@ func TestRFCSACKBlockLimit(t *testing.T) {
 				start := 1 + 100*i
 				p.Send(seg{Flags: "A", Seq: start, Ack: 1, Payload: chunk})
 				blocks = append([][2]uint32{{start, start + 100}}, blocks...)
-				p.Expect(seg{Flags: "A", Seq: 1, Ack: 101, SACK: blocks[:min(len(blocks), 4)]})
+				p.Expect(seg{Flags: "A", Seq: 1, Ack: 101, SACK: blocks[:min(len(blocks), tc.maxBlocks)]})
 			}
 		})
 	}

@@ -56,6 +56,12 @@ type seg struct {
 	// SACK blocks, relative to the ISN of the side whose data they cover.
 	// Expect wants exactly them (nil: no SACK option).
 	SACK [][2]uint32
+	// TSval and TSecr are the timestamps option (RFC 7323) on a
+	// connection that uses it. Sending: 0 has the peer fill them in (its
+	// own clock; the last TSval ustack sent). Expect does not compare them.
+	TSval, TSecr uint32
+	// TS is set on segments from ustack that carry the timestamps option.
+	TS bool
 
 	// Parsed from segments ustack sends: the SYN options (MSS 0 and WS
 	// -1 when absent).
@@ -92,6 +98,9 @@ func (s seg) String() string {
 	if s.SACKPermitted {
 		b.WriteString(" sackOK")
 	}
+	if s.TS || s.TSval != 0 {
+		fmt.Fprintf(&b, " ts %d/%d", s.TSval, s.TSecr)
+	}
 	return b.String()
 }
 
@@ -121,8 +130,8 @@ func formatFlags(f header.TCPFlags) string {
 }
 
 // scriptOptions configures a scripted peer; the zero value is an IPv4
-// peer offering MSS 1460 and SACK, without window scaling or timestamps
-// (so ustack's window fields are plain byte counts).
+// peer offering MSS 1460 and SACK, without window scaling (so ustack's
+// window fields are plain byte counts) or timestamps.
 type scriptOptions struct {
 	// IPv6 runs the connection over IPv6 instead of IPv4.
 	IPv6 bool
@@ -132,6 +141,9 @@ type scriptOptions struct {
 	WScale int
 	// NoSACK leaves out SACK-permitted from the peer's SYN.
 	NoSACK bool
+	// Timestamps has the peer offer the timestamps option and, if ustack
+	// agrees, put it on every segment.
+	Timestamps bool
 	// Config, when set, adjusts the Stack's configuration.
 	Config func(*Config)
 }
@@ -151,6 +163,8 @@ type scriptPeer struct {
 	synced bool         // irs is known
 	// stackSyn is ustack's SYN or SYN-ACK, with its options.
 	stackSyn seg
+	// The peer's timestamps clock and the last TSval ustack sent.
+	tsClock, tsRecent uint32
 
 	rx      [batchSize]xsk.Desc
 	pending []seg // received from ustack, not yet expected
@@ -303,6 +317,18 @@ func (p *scriptPeer) Send(s seg) {
 			n += header.EncodeNOP(opts[n:])
 			n += header.EncodeSACKPermittedOption(opts[n:])
 		}
+	}
+	if p.o.Timestamps && (flags.Contains(header.TCPFlagSyn) || p.stackSyn.TS) {
+		if s.TSval == 0 {
+			p.tsClock++
+			s.TSval = 1000 + p.tsClock
+		}
+		if s.TSecr == 0 {
+			s.TSecr = p.tsRecent
+		}
+		n += header.EncodeNOP(opts[n:])
+		n += header.EncodeNOP(opts[n:])
+		n += header.EncodeTSOption(s.TSval, s.TSecr, opts[n:])
 	}
 	if len(s.SACK) > 0 {
 		blocks := make([]header.SACKBlock, len(s.SACK))
@@ -483,6 +509,10 @@ func (p *scriptPeer) parse(frame []byte) (seg, bool) {
 	}
 	if pl := tcp.Payload(); len(pl) > 0 {
 		s.Payload = append([]byte(nil), pl...)
+	}
+	if o := header.ParseTCPOptions(tcp.Options()); o.TS {
+		s.TS, s.TSval, s.TSecr = true, o.TSVal, o.TSEcr
+		p.tsRecent = o.TSVal
 	}
 	if flags.Contains(header.TCPFlagSyn) {
 		o := header.ParseSynOptions(tcp.Options(), flags.Contains(header.TCPFlagAck))
