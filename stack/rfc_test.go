@@ -271,3 +271,32 @@ func TestRFCSACKBlockLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestRFCPAWS: on a connection with timestamps, an in-window segment whose
+// TSval is older than TS.Recent is answered with an ACK and dropped (RFC
+// 7323 §5.3 R1); the same data with a current TSval is then accepted. Needs
+// patch 0012-paws.
+func TestRFCPAWS(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Timestamps: true})
+	c := p.Connect()
+	if !p.stackSyn.TS {
+		t.Fatal("ustack did not agree to timestamps")
+	}
+	p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("hello")})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 6})
+	p.Send(seg{Flags: "PA", Seq: 6, Ack: 1, Payload: []byte("stale"), TSval: 5})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 6})
+	p.Send(seg{Flags: "PA", Seq: 6, Ack: 1, Payload: []byte(" world")})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 12})
+	var got []byte
+	for len(got) < len("hello world") {
+		b := readAvailable(t, c, time.Second)
+		if len(b) == 0 {
+			break
+		}
+		got = append(got, b...)
+	}
+	if string(got) != "hello world" {
+		t.Fatalf("application read %q, want %q", got, "hello world")
+	}
+}

@@ -1330,6 +1330,23 @@ func (e *Endpoint) handleSegmentLocked(s *segment) (cont bool, err tcpip.Error) 
 	// the TCPEndpointState after the segment is processed.
 	defer e.probeSegmentLocked()
 
+	// PAWS, RFC 7323 section 5.3 R1: a segment (other than a RST) whose
+	// TSval is older than TS.Recent is a duplicate from an earlier
+	// cycle of the sequence space or a forgery: send an ACK and drop
+	// it. If TS.Recent is more than 24 days old it is no longer valid
+	// (section 5.5) and the segment's TSval replaces it. Linux:
+	// tcp_validate_incoming() with tcp_paws_discard(), which accepts a
+	// TSval one below TS.Recent (TCP_PAWS_WINDOW) as this does.
+	if e.SendTSOk && s.parsedOptions.TS && !s.flags.Contains(header.TCPFlagRst) &&
+		seqnum.Value(s.parsedOptions.TSVal).Add(1).LessThan(seqnum.Value(e.recentTimestamp())) {
+		if e.stack.Clock().NowMonotonic().Sub(e.recentTSTime) > 24*24*time.Hour {
+			e.setRecentTimestamp(s.parsedOptions.TSVal)
+		} else {
+			e.snd.maybeSendOutOfWindowAck(s)
+			return true, nil
+		}
+	}
+
 	if s.flags.Contains(header.TCPFlagRst) {
 		if ok, err := e.handleReset(s); !ok {
 			return false, err
