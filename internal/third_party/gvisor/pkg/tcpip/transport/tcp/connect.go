@@ -1355,6 +1355,23 @@ func (e *Endpoint) handleSegmentLocked(s *segment) (cont bool, err tcpip.Error) 
 	// the TCPEndpointState after the segment is processed.
 	defer e.probeSegmentLocked()
 
+	// PAWS, RFC 7323 section 5.3 R1: a segment (other than a RST) whose
+	// TSval is older than TS.Recent is a duplicate from an earlier
+	// cycle of the sequence space or a forgery: send an ACK and drop
+	// it. If TS.Recent is more than 24 days old it is no longer valid
+	// (section 5.5) and the segment's TSval replaces it. Linux:
+	// tcp_validate_incoming() with tcp_paws_discard(), which accepts a
+	// TSval one below TS.Recent (TCP_PAWS_WINDOW) as this does.
+	if e.SendTSOk && s.parsedOptions.TS && !s.flags.Contains(header.TCPFlagRst) &&
+		seqnum.Value(s.parsedOptions.TSVal).Add(1).LessThan(seqnum.Value(e.recentTimestamp())) {
+		if e.stack.Clock().NowMonotonic().Sub(e.recentTSTime) > 24*24*time.Hour {
+			e.setRecentTimestamp(s.parsedOptions.TSVal)
+		} else {
+			e.snd.maybeSendOutOfWindowAck(s)
+			return true, nil
+		}
+	}
+
 	if s.flags.Contains(header.TCPFlagRst) {
 		if ok, err := e.handleReset(s); !ok {
 			return false, err
@@ -1387,6 +1404,27 @@ func (e *Endpoint) handleSegmentLocked(s *segment) (cont bool, err tcpip.Error) 
 		// Patch the window size in the segment according to the
 		// send window scale.
 		s.window <<= e.snd.SndWndScale
+
+		// RFC 9293 section 3.10.7.4: "If the ACK acknowledges
+		// something not yet sent (SEG.ACK > SND.NXT), then send an
+		// ACK, drop the segment, and return." The whole segment goes,
+		// data included: RFC 5961 section 5.2 explains the blind data
+		// injection this stops. Linux: tcp_ack() sends a challenge ACK
+		// and returns SKB_DROP_REASON_TCP_ACK_UNSENT_DATA.
+		if e.snd.SndNxt.LessThan(s.ackNumber) {
+			e.snd.maybeSendOutOfWindowAck(s)
+			return true, nil
+		}
+
+		// RFC 5961 section 5.2, a MUST in RFC 9293 section 3.10.7.4
+		// for stacks that implement RFC 5961: an ACK is acceptable only
+		// if SND.UNA - MAX.SND.WND =< SEG.ACK; a segment with an older
+		// one is dropped with an ACK, as blind injection. Linux: tcp_ack()
+		// (SKB_DROP_REASON_TCP_TOO_OLD_ACK).
+		if s.ackNumber.LessThan(e.snd.SndUna - seqnum.Value(e.snd.maxSndWnd)) {
+			e.snd.maybeSendOutOfWindowAck(s)
+			return true, nil
+		}
 
 		// RFC 793, page 41 states that "once in the ESTABLISHED
 		// state all segments must carry current acknowledgment

@@ -112,6 +112,11 @@ type sender struct {
 	// queued behind blocked data; finSent guards closing ACK completions.
 	finSent bool
 
+	// maxSndWnd is MAX.SND.WND, the largest window the peer has
+	// offered: ACKs further back than this behind SND.UNA are forged
+	// (RFC 5961 section 5.2).
+	maxSndWnd seqnum.Size `state:"nosave"`
+
 	// lr is the loss recovery algorithm used by the sender.
 	lr lossRecovery
 
@@ -297,6 +302,7 @@ func initSender(ep *Endpoint, iss, irs seqnum.Value, sndWnd seqnum.Size, mss uin
 		ep.snd.ep.gso.MSS = uint16(maxPayloadSize)
 	}
 
+	ep.snd.maxSndWnd = sndWnd
 	ep.snd.cc = ep.snd.initCongestionControl(ep.cc)
 	ep.snd.lr = ep.snd.initLossRecovery()
 	ep.snd.rc.init(ep.snd, iss)
@@ -1629,6 +1635,7 @@ func (s *sender) handleRcvdSegment(rcvdSeg *segment) {
 
 	// Stash away the current window size.
 	s.SndWnd = rcvdSeg.window
+	s.maxSndWnd = max(s.maxSndWnd, s.SndWnd)
 
 	// Disable zero window probing if remote advertises a non-zero receive
 	// window. This can be with an ACK to the zero window probe (where the

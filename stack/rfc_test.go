@@ -1,0 +1,302 @@
+package stack
+
+// TCP behaviour a user relies on, from RFC 9293, 5961 and 2018, checked
+// with the scripted peer (script_test.go). Each test says which rule it
+// checks; a test whose rule needed an engine patch names the patch.
+
+import (
+	"bytes"
+	"net"
+	"testing"
+	"time"
+)
+
+// TestRFCAckOfUnsentData: a segment whose ACK acknowledges data ustack
+// never sent (SND.NXT < SEG.ACK) is answered with an ACK and dropped, its
+// data never delivered (RFC 9293 §3.10.7.4, RFC 5961 §5.2: a blind
+// injection must not get data in). Needs patch 0010-ack-of-unsent-data.
+func TestRFCAckOfUnsentData(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		sent   int  // bytes ustack has sent (and the peer acknowledged)
+		v6     bool // over IPv6
+		active bool // ustack opened the connection
+	}{
+		{name: "idle", sent: 0},
+		{name: "after-data", sent: 10},
+		{name: "after-data/ipv6", sent: 10, v6: true},
+		{name: "after-data/active-open", sent: 10, active: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newScriptPeer(t, scriptOptions{IPv6: tc.v6})
+			var c net.Conn
+			if tc.active {
+				c = p.Accept()
+			} else {
+				c = p.Connect()
+			}
+			nxt := uint32(1)
+			if tc.sent > 0 {
+				data := bytes.Repeat([]byte("s"), tc.sent)
+				if _, err := c.Write(data); err != nil {
+					t.Fatal(err)
+				}
+				p.Expect(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: data})
+				nxt += uint32(tc.sent)
+				p.Send(seg{Flags: "A", Seq: 1, Ack: nxt})
+			}
+			p.Send(seg{Flags: "PA", Seq: 1, Ack: nxt + 1000, Payload: []byte("evil")})
+			p.Expect(seg{Flags: "A", Seq: nxt, Ack: 1})
+			// The same bytes with an acceptable ACK are new data: had
+			// the forged segment been accepted, "good" would be a
+			// duplicate and the application would read "evil".
+			p.Send(seg{Flags: "PA", Seq: 1, Ack: nxt, Payload: []byte("good")})
+			p.Expect(seg{Flags: "A", Seq: nxt, Ack: 5})
+			if got := readAvailable(t, c, time.Second); string(got) != "good" {
+				t.Fatalf("application read %q, want %q", got, "good")
+			}
+		})
+	}
+}
+
+// TestRFCResetInWindow: a RST whose sequence number is in the window but
+// not RCV.NXT gets a challenge ACK and leaves the connection up (RFC 5961
+// §3.2); a RST outside the window is dropped silently; one at exactly
+// RCV.NXT resets the connection.
+func TestRFCResetInWindow(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{})
+	c := p.Connect()
+	p.Send(seg{Flags: "R", Seq: 1 + 1000})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 1})
+	p.Send(seg{Flags: "R", Seq: 1 + 1<<30})
+	p.ExpectNothing(50 * time.Millisecond)
+	p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("alive")})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 6})
+	if got := readAvailable(t, c, time.Second); string(got) != "alive" {
+		t.Fatalf("application read %q, want %q", got, "alive")
+	}
+	p.Send(seg{Flags: "R", Seq: 6})
+	p.ExpectNothing(50 * time.Millisecond)
+	c.SetReadDeadline(time.Now().Add(scriptWait))
+	if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("read after an exact RST: %v, want connection reset", err)
+	}
+}
+
+// TestRFCSynOnEstablished: a SYN on an established connection, in the
+// window or not, gets a challenge ACK and is otherwise ignored (RFC 5961
+// §4.2, RFC 9293 §3.10.7.4).
+func TestRFCSynOnEstablished(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		seq  uint32
+	}{{"in-window", 1 + 100}, {"at-rcv-nxt", 1}, {"out-of-window", 1 << 31}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newScriptPeer(t, scriptOptions{})
+			c := p.Connect()
+			p.Send(seg{Flags: "S", Seq: tc.seq})
+			p.Expect(seg{Flags: "A", Seq: 1, Ack: 1})
+			p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("alive")})
+			p.Expect(seg{Flags: "A", Seq: 1, Ack: 6})
+			if got := readAvailable(t, c, time.Second); string(got) != "alive" {
+				t.Fatalf("application read %q, want %q", got, "alive")
+			}
+		})
+	}
+}
+
+// TestRFCOutOfWindowData: data entirely beyond the window, or entirely
+// before RCV.NXT (a retransmission), is answered with a duplicate ACK and
+// not delivered (RFC 9293 §3.10.7.4).
+func TestRFCOutOfWindowData(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{})
+	c := p.Connect()
+	p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("hello")})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 6})
+	p.Send(seg{Flags: "PA", Seq: 6 + 1<<20, Ack: 1, Payload: []byte("beyond")})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 6})
+	p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("hello")})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 6})
+	p.Send(seg{Flags: "PA", Seq: 6, Ack: 1, Payload: []byte(" world")})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 12})
+	var got []byte
+	for len(got) < len("hello world") {
+		b := readAvailable(t, c, time.Second)
+		if len(b) == 0 {
+			break
+		}
+		got = append(got, b...)
+	}
+	if string(got) != "hello world" {
+		t.Fatalf("application read %q, want %q", got, "hello world")
+	}
+}
+
+// TestRFCSACKHoles: segments after a hole are acknowledged with SACK
+// blocks, the most recent first (RFC 2018 §4); filling the holes
+// advances the cumulative ACK and retires the blocks.
+func TestRFCSACKHoles(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{})
+	c := p.Connect()
+	chunk := func(i int) []byte { return bytes.Repeat([]byte{'a' + byte(i)}, 100) }
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 1, Payload: chunk(0)})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 101})
+	p.Send(seg{Flags: "A", Seq: 201, Ack: 1, Payload: chunk(2)})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 101, SACK: [][2]uint32{{201, 301}}})
+	p.Send(seg{Flags: "A", Seq: 401, Ack: 1, Payload: chunk(4)})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 101, SACK: [][2]uint32{{401, 501}, {201, 301}}})
+	p.Send(seg{Flags: "A", Seq: 101, Ack: 1, Payload: chunk(1)})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 301, SACK: [][2]uint32{{401, 501}}})
+	p.Send(seg{Flags: "A", Seq: 301, Ack: 1, Payload: chunk(3)})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 501})
+	var want, got []byte
+	for i := 0; i < 5; i++ {
+		want = append(want, chunk(i)...)
+	}
+	for len(got) < len(want) {
+		b := readAvailable(t, c, time.Second)
+		if len(b) == 0 {
+			break
+		}
+		got = append(got, b...)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("application read %q, want %q", got, want)
+	}
+}
+
+// TestRFCZeroWindow: with the application not reading, the window closes
+// to 0; a zero-window probe (one byte beyond the window, RFC 9293
+// §3.8.6.1, or Linux's empty segment one below RCV.NXT) is answered with
+// an ACK that still shows window 0 and does not acknowledge the byte; once the application reads, ustack reopens
+// the window unprompted (a window update), and the probe byte is then
+// accepted.
+func TestRFCZeroWindow(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Config: func(c *Config) { c.TCPReceiveBuffer = 4096 }})
+	c := p.Connect()
+	win := p.stackSyn.Win
+	nxt := uint32(1)
+	var sent []byte
+	for i := 0; win != zeroWin; i++ {
+		if i > 100 {
+			t.Fatal("the window did not close")
+		}
+		n := min(win, 1000)
+		data := bytes.Repeat([]byte{'a' + byte(i%26)}, n)
+		p.Send(seg{Flags: "A", Seq: nxt, Ack: 1, Payload: data})
+		nxt += uint32(n)
+		sent = append(sent, data...)
+		got := p.Expect(seg{Flags: "A", Seq: 1, Ack: nxt})
+		win = got.Win
+	}
+	t.Logf("window closed after %d bytes", len(sent))
+	p.Send(seg{Flags: "A", Seq: nxt, Ack: 1, Payload: []byte("!")})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: nxt, Win: zeroWin})
+	// Linux's probe: no data, the sequence number one below RCV.NXT.
+	p.Send(seg{Flags: "A", Seq: nxt - 1, Ack: 1})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: nxt, Win: zeroWin})
+	p.ExpectNothing(50 * time.Millisecond)
+
+	var got []byte
+	for len(got) < len(sent) {
+		b := readAvailable(t, c, time.Second)
+		if len(b) == 0 {
+			break
+		}
+		got = append(got, b...)
+	}
+	if !bytes.Equal(got, sent) {
+		t.Fatalf("application read %d bytes, want the %d sent", len(got), len(sent))
+	}
+	upd := p.Expect(seg{Flags: "A", Seq: 1, Ack: nxt})
+	if upd.Win == zeroWin {
+		t.Fatalf("window update %v still shows window 0", upd)
+	}
+	p.Send(seg{Flags: "A", Seq: nxt, Ack: 1, Payload: []byte("!")})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: nxt + 1})
+	if b := readAvailable(t, c, time.Second); string(b) != "!" {
+		t.Fatalf("application read %q after the window reopened, want %q", b, "!")
+	}
+}
+
+// TestRFCTooOldAck: a segment whose ACK is below SND.UNA - MAX.SND.WND
+// (acknowledging bytes from further back than any window the peer ever
+// offered, or from before ustack's ISN) is answered with an ACK and
+// dropped, data included (RFC 5961 §5.2, RFC 9293 §3.10.7.4 for stacks
+// that implement RFC 5961). An old ACK within that range is a plain
+// duplicate, and its data is delivered.
+func TestRFCTooOldAck(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{})
+	c := p.Connect()
+	data := bytes.Repeat([]byte("s"), 100)
+	if _, err := c.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	p.Expect(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: data})
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 101})
+	// The peer never offered more than 65535 bytes: an ACK 50 bytes
+	// back is plausible (a reordered duplicate), one 100000 back is not.
+	back := uint32(100000)
+	p.Send(seg{Flags: "PA", Seq: 1, Ack: 101 - back, Payload: []byte("evil")})
+	p.Expect(seg{Flags: "A", Seq: 101, Ack: 1})
+	p.Send(seg{Flags: "PA", Seq: 1, Ack: 51, Payload: []byte("good")})
+	p.Expect(seg{Flags: "A", Seq: 101, Ack: 5})
+	if got := readAvailable(t, c, time.Second); string(got) != "good" {
+		t.Fatalf("application read %q, want %q", got, "good")
+	}
+}
+
+// TestRFCSACKBlockLimit: with more islands than fit, the ACK carries as
+// many blocks as the option space holds (4, or 3 beside timestamps), the
+// newest first, then the most recently reported (RFC 2018 §4).
+func TestRFCSACKBlockLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		v6, ts    bool
+		maxBlocks int
+	}{{"ipv4", false, false, 4}, {"ipv6", true, false, 4}, {"timestamps", false, true, 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newScriptPeer(t, scriptOptions{IPv6: tc.v6, Timestamps: tc.ts})
+			p.Connect()
+			chunk := bytes.Repeat([]byte("x"), 100)
+			p.Send(seg{Flags: "A", Seq: 1, Ack: 1, Payload: chunk})
+			p.Expect(seg{Flags: "A", Seq: 1, Ack: 101})
+			var blocks [][2]uint32
+			for i := uint32(2); i <= 10; i += 2 {
+				start := 1 + 100*i
+				p.Send(seg{Flags: "A", Seq: start, Ack: 1, Payload: chunk})
+				blocks = append([][2]uint32{{start, start + 100}}, blocks...)
+				p.Expect(seg{Flags: "A", Seq: 1, Ack: 101, SACK: blocks[:min(len(blocks), tc.maxBlocks)]})
+			}
+		})
+	}
+}
+
+// TestRFCPAWS: on a connection with timestamps, an in-window segment whose
+// TSval is older than TS.Recent is answered with an ACK and dropped (RFC
+// 7323 §5.3 R1); the same data with a current TSval is then accepted. Needs
+// patch 0012-paws.
+func TestRFCPAWS(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Timestamps: true})
+	c := p.Connect()
+	if !p.stackSyn.TS {
+		t.Fatal("ustack did not agree to timestamps")
+	}
+	p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("hello")})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 6})
+	p.Send(seg{Flags: "PA", Seq: 6, Ack: 1, Payload: []byte("stale"), TSval: 5})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 6})
+	p.Send(seg{Flags: "PA", Seq: 6, Ack: 1, Payload: []byte(" world")})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 12})
+	var got []byte
+	for len(got) < len("hello world") {
+		b := readAvailable(t, c, time.Second)
+		if len(b) == 0 {
+			break
+		}
+		got = append(got, b...)
+	}
+	if string(got) != "hello world" {
+		t.Fatalf("application read %q, want %q", got, "hello world")
+	}
+}
