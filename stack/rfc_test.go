@@ -300,3 +300,68 @@ func TestRFCPAWS(t *testing.T) {
 		t.Fatalf("application read %q, want %q", got, "hello world")
 	}
 }
+
+// TestScriptZeroWindowSegmentAckProcessed: at zero window, a segment that
+// starts at RCV.NXT carries data ustack cannot take, and an ACK for data
+// ustack sent. The data is refused (a duplicate ACK shows window 0) but
+// the ACK is processed (RFC 9293 §3.10.7.4), which frees ustack's full
+// send buffer: a Write blocked on it completes and its byte goes out.
+// Upstream dropped the ACK with the data (patch 0003), so the Write stayed
+// blocked until a retransmission timeout.
+func TestScriptZeroWindowSegmentAckProcessed(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Config: func(c *Config) {
+		c.TCPReceiveBuffer, c.TCPSendBuffer = 4096, 4096
+	}})
+	c := p.Connect()
+	// ustack sends a send buffer's worth, which the peer does not ACK yet.
+	out := bytes.Repeat([]byte("o"), 4096)
+	if _, err := c.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for got < len(out) {
+		s, ok := p.next(3 * time.Second)
+		if !ok {
+			t.Fatalf("ustack sent %d of %d bytes", got, len(out))
+		}
+		got += len(s.Payload)
+	}
+	sndNxt := uint32(1 + len(out))
+	// A further Write blocks: the send buffer is full of unacknowledged
+	// data.
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := c.Write([]byte("x"))
+		wrote <- err
+	}()
+	// The peer fills ustack's receive window, acknowledging nothing.
+	win := p.stackSyn.Win
+	nxt := uint32(1)
+	for i := 0; win != zeroWin; i++ {
+		if i > 100 {
+			t.Fatal("the window did not close")
+		}
+		n := min(win, 1000)
+		p.Send(seg{Flags: "A", Seq: nxt, Ack: 1, Payload: bytes.Repeat([]byte{'i'}, n)})
+		nxt += uint32(n)
+		win = p.Expect(seg{Flags: "A", Seq: sndNxt, Ack: nxt}).Win
+	}
+	select {
+	case err := <-wrote:
+		t.Fatalf("Write returned (%v) with the send buffer full", err)
+	default:
+	}
+	// Zero window. Data at RCV.NXT with an ACK for all ustack sent.
+	p.Send(seg{Flags: "A", Seq: nxt, Ack: sndNxt, Payload: []byte("!")})
+	p.Expect(seg{Flags: "A", Seq: sndNxt, Ack: nxt, Win: zeroWin})
+	// The ACK freed the send buffer: the blocked byte goes out.
+	p.Expect(seg{Flags: "PA", Seq: sndNxt, Ack: nxt, Payload: []byte("x")})
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Write still blocked")
+	}
+}
