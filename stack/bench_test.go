@@ -69,7 +69,7 @@ func BenchmarkEndpointRxTx(b *testing.B) {
 		b.Fatal(err)
 	}
 	cfg := Config{}
-	cfg.fill()
+	cfg.setDefaults()
 	rx := newEndpoint([]port{pb}, 1500, "\x02\x00\x00\x00\x00\x02", &cfg)
 	tx := newEndpoint([]port{pa}, 1500, "\x02\x00\x00\x00\x00\x01", &cfg)
 	d := &nopDispatcher{}

@@ -102,7 +102,7 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
-func (c *Config) fill() {
+func (c *Config) setDefaults() {
 	if c.Queues == 0 {
 		c.Queues = 1
 	}

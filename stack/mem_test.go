@@ -88,7 +88,7 @@ func newMemPair(t testing.TB, poll PollPolicy) *memPair {
 	mp := &memPair{pa: pa, pb: pb, ownA: &fakeOwner{ports: map[portKey]bool{}}, ownB: &fakeOwner{ports: map[portKey]bool{}}}
 	mk := func(p *memPort, addrs []netip.Prefix, mac net.HardwareAddr, own *fakeOwner) *Stack {
 		cfg := Config{Interface: "mem", Addrs: addrs, Poll: poll}
-		cfg.fill()
+		cfg.setDefaults()
 		if err := cfg.validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -392,7 +392,7 @@ func TestConfigValidate(t *testing.T) {
 		{Addrs: []netip.Prefix{good}, Poll: PollPolicy(9)},
 		{Addrs: []netip.Prefix{good}, Gateway4: netip.MustParseAddr("2001:2::1")},
 	} {
-		c.fill()
+		c.setDefaults()
 		if err := c.validate(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: %v, want ErrConfig", c, err)
 		}

@@ -27,7 +27,7 @@ func (o bpfOwner) DisownPort(a netip.Addr, proto uint8, port uint16) error {
 // AF_XDP socket per queue on a shared UMEM, starts the workers and brings
 // up netstack with cfg.Addrs. On failure it undoes everything it did.
 func New(cfg Config) (_ *Stack, err error) {
-	cfg.fill()
+	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func Open(u *UMEM, cfg Config) (_ *Socket, err error) {
 	if u == nil || u.closed {
 		return nil, fmt.Errorf("open xsk: %w: umem", ErrClosed)
 	}
-	cfg.fill()
+	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

@@ -83,7 +83,7 @@ type Config struct {
 // DefaultRingSize is the default size of each of a socket's rings.
 const DefaultRingSize = 1024
 
-func (c *Config) fill() {
+func (c *Config) setDefaults() {
 	for _, p := range []*uint32{&c.RxSize, &c.TxSize, &c.FillSize, &c.CompletionSize} {
 		if *p == 0 {
 			*p = DefaultRingSize
