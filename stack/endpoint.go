@@ -249,9 +249,7 @@ func (e *endpoint) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error)
 		// worker's next turn.
 		q.kickWanted.Store(false)
 		q.ackDeferredAt.Store(0)
-		if err := q.p.Kick(); err != nil {
-			return 0, &tcpip.ErrClosedForSend{}
-		}
+		q.kickQueued()
 	case q.spinning.Load() && allPureACKs(all[:sent]):
 		// netstack acks every received batch at once; the reply
 		// usually follows within microseconds. Leave the kick to the
@@ -269,9 +267,7 @@ func (e *endpoint) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error)
 		q.kickIfWorkerStopped()
 	default:
 		q.ackDeferredAt.Store(0)
-		if err := q.p.Kick(); err != nil {
-			return 0, &tcpip.ErrClosedForSend{}
-		}
+		q.kickQueued()
 	}
 	q.txPackets.Add(uint64(sent))
 	if sent == 0 {
@@ -280,6 +276,12 @@ func (e *endpoint) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error)
 	}
 	return sent, nil
 }
+
+// kickQueued kicks for packets WritePackets has already put on the TX
+// ring. A failed kick does not unsend them: they stay queued for the next
+// kick (the worker's, or the next writer's), so it is not reported to
+// netstack, which would otherwise count queued packets as lost.
+func (q *queue) kickQueued() { _ = q.p.Kick() }
 
 // writeBatch copies up to batchSize packets into frames, enqueues them,
 // and returns how many of pkts it consumed (queued, or dropped as
