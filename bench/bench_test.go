@@ -43,6 +43,27 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+// TestXDPModesReportsWhatAttached: the machine line states the modes the
+// contenders reported, not an assumed one.
+func TestXDPModesReportsWhatAttached(t *testing.T) {
+	rs := []result{
+		{Contender: "kernel"},
+		{Contender: "ustack", ServerXDP: "generic"},
+		{Contender: "ustack", ServerXDP: "generic"},
+		{Contender: "ustack-ustack", ServerXDP: "native", ClientXDP: "generic"},
+		{Contender: "floor", ServerXDP: "native"},
+	}
+	if got, want := xdpModes(rs), "generic (ustack, ustack-ustack); native (ustack-ustack, floor)"; got != want {
+		t.Errorf("xdpModes = %q, want %q", got, want)
+	}
+	if got := xdpModes(rs[4:]); got != "native" {
+		t.Errorf("xdpModes, native only = %q", got)
+	}
+	if got := xdpModes(rs[:1]); got != "none" {
+		t.Errorf("xdpModes, kernel only = %q", got)
+	}
+}
+
 // TestPrivilegedQuickRun runs the whole benchmark in -quick mode and checks
 // that every contender produced sane figures, without asserting any
 // timing: on a 2-vCPU VM the figures are too noisy for that.
@@ -76,6 +97,12 @@ func TestPrivilegedQuickRun(t *testing.T) {
 		}
 		if r.Seconds <= 0 || math.IsNaN(r.Seconds) || r.ServerCPU < 0 || r.ClientCPU < 0 {
 			t.Errorf("%s: seconds %v, cpu %v/%v", key, r.Seconds, r.ServerCPU, r.ClientCPU)
+		}
+		if xdp := r.Contender != "kernel" && r.Contender != "kernel-busypoll"; xdp && r.ServerXDP != "native" {
+			t.Errorf("%s: server reported XDP mode %q, want native on veth", key, r.ServerXDP)
+		}
+		if r.Contender == "ustack-ustack" && r.ClientXDP != "native" {
+			t.Errorf("%s: ustack client reported XDP mode %q, want native on veth", key, r.ClientXDP)
 		}
 		switch r.Workload {
 		case "pingpong":

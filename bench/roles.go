@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/echo"
@@ -60,7 +61,8 @@ func maybeRunRole() {
 
 // serveMain runs one contender's echo server until its standard input
 // closes (the parent going away closes it too). It prints "READY" once it
-// accepts connections.
+// accepts connections, followed by the XDP attach mode if it attached the
+// program.
 func serveMain(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	contender := fs.String("contender", "", "server kind")
@@ -70,11 +72,11 @@ func serveMain(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	stop, err := startServer(*contender, *iface, *poll, uint16(*port))
+	stop, mode, err := startServer(*contender, *iface, *poll, uint16(*port))
 	if err != nil {
 		return err
 	}
-	fmt.Println("READY")
+	fmt.Println(strings.TrimSpace("READY " + mode))
 	io.Copy(io.Discard, os.Stdin)
 	// Clean up, but not forever: gVisor's own endpoint can hang in its
 	// teardown. Exiting releases the sockets, UMEM and XDP link anyway.
@@ -98,6 +100,8 @@ type clientResult struct {
 	Error    string          `json:"error,omitempty"`
 	Extra    json.RawMessage `json:"extra,omitempty"`
 	Workload string          `json:"workload"`
+	// XDPMode is the attach mode of a ustack client's XDP program.
+	XDPMode string `json:"xdp_mode,omitempty"`
 }
 
 type rttQuantiles struct {
@@ -124,12 +128,12 @@ func clientMain(args []string) error {
 		return err
 	}
 	ctx := context.Background()
-	dial, closeDial, err := clientDialer(*dialKind, *iface)
+	dial, closeDial, mode, err := clientDialer(*dialKind, *iface)
 	if err != nil {
 		return err
 	}
 	defer closeDial()
-	res := clientResult{Workload: *workload}
+	res := clientResult{Workload: *workload, XDPMode: mode}
 	out := bufio.NewWriter(os.Stdout)
 	mark := func(s string) { fmt.Fprintln(out, s); out.Flush() }
 	switch *workload {
@@ -193,12 +197,12 @@ func clientMain(args []string) error {
 
 // clientDialer returns how the client connects: the kernel's sockets, the
 // kernel's with busy polling and spinning reads, or a ustack instance on
-// the Kernel host's veth end.
-func clientDialer(kind, iface string) (echo.Dialer, func(), error) {
+// the Kernel host's veth end (with the mode its XDP program attached in).
+func clientDialer(kind, iface string) (dial echo.Dialer, closeDial func(), xdpMode string, err error) {
 	nd := &net.Dialer{Timeout: 5 * time.Second}
 	switch kind {
 	case "kernel":
-		return nd.DialContext, func() {}, nil
+		return nd.DialContext, func() {}, "", nil
 	case "busypoll":
 		return func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := nd.DialContext(ctx, network, addr)
@@ -206,7 +210,7 @@ func clientDialer(kind, iface string) (echo.Dialer, func(), error) {
 				return nil, err
 			}
 			return newBusyConn(c)
-		}, func() {}, nil
+		}, func() {}, "", nil
 	case "ustack":
 		s, err := stack.New(stack.Config{
 			Interface: iface,
@@ -214,11 +218,11 @@ func clientDialer(kind, iface string) (echo.Dialer, func(), error) {
 			Poll:      stack.Spin,
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
-		return s.DialContext, func() { s.Close() }, nil
+		return s.DialContext, func() { s.Close() }, s.Stats().AttachMode.String(), nil
 	}
-	return nil, nil, fmt.Errorf("unknown dialer %q", kind)
+	return nil, nil, "", fmt.Errorf("unknown dialer %q", kind)
 }
 
 // busyConn reads by spinning on a non-blocking socket with SO_BUSY_POLL

@@ -27,20 +27,21 @@ import (
 
 // startServer starts the echo server (on port) and discard server (on
 // port+1) of a contender in the current namespace and returns a function
-// that stops them and releases everything.
-func startServer(contender, iface, poll string, port uint16) (func(), error) {
+// that stops them and releases everything, and the mode the XDP program
+// was attached in ("" for the kernel contenders, which attach none).
+func startServer(contender, iface, poll string, port uint16) (stop func(), xdpMode string, err error) {
 	kernelAddr := netip.AddrPortFrom(vethtest.UstackHostIPv4, port)
 	ustackAddr := netip.AddrPortFrom(vethtest.UstackIPv4, port)
 	switch contender {
 	case "kernel", "kernel-busypoll":
 		ln, err := net.Listen("tcp", kernelAddr.String())
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		dln, err := net.Listen("tcp", netip.AddrPortFrom(kernelAddr.Addr(), port+1).String())
 		if err != nil {
 			ln.Close()
-			return nil, err
+			return nil, "", err
 		}
 		if contender == "kernel" {
 			go echo.ServeTCP(ln)
@@ -49,11 +50,11 @@ func startServer(contender, iface, poll string, port uint16) (func(), error) {
 			go serveBusyPoll(ln, false)
 			go serveBusyPoll(dln, true)
 		}
-		return func() { ln.Close(); dln.Close() }, nil
+		return func() { ln.Close(); dln.Close() }, "", nil
 	case "ustack":
 		p, err := stack.ParsePollPolicy(poll)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		s, err := stack.New(stack.Config{
 			Interface: iface,
@@ -61,28 +62,30 @@ func startServer(contender, iface, poll string, port uint16) (func(), error) {
 			Poll:      p,
 		})
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		ln, err := s.Listen("tcp", ustackAddr.String())
 		if err != nil {
 			s.Close()
-			return nil, err
+			return nil, "", err
 		}
 		dln, err := s.Listen("tcp", netip.AddrPortFrom(ustackAddr.Addr(), port+1).String())
 		if err != nil {
 			ln.Close()
 			s.Close()
-			return nil, err
+			return nil, "", err
 		}
 		go echo.ServeTCP(ln)
 		go echo.ServeDiscard(dln)
-		return func() { ln.Close(); dln.Close(); s.Close() }, nil
+		return func() { ln.Close(); dln.Close(); s.Close() }, s.Stats().AttachMode.String(), nil
 	case "gvisor-xdp":
-		return startGVisorXDP(iface, ustackAddr)
+		stop, err := startGVisorXDP(iface, ustackAddr)
+		return stop, bpf.AttachNative.String(), err
 	case "floor":
-		return startFloor(iface, port)
+		stop, err := startFloor(iface, port)
+		return stop, bpf.AttachNative.String(), err
 	}
-	return nil, fmt.Errorf("unknown contender %q", contender)
+	return nil, "", fmt.Errorf("unknown contender %q", contender)
 }
 
 // startGVisorXDP runs gVisor's netstack over gVisor's own AF_XDP link
