@@ -33,6 +33,9 @@ var (
 	UstackIPv6 = netip.MustParseAddr("2001:2::10")
 )
 
+// ErrOptions reports invalid Options.
+var ErrOptions = errors.New("vethtest: invalid options")
+
 // Prefix lengths of the pair's subnets.
 const (
 	PrefixLen4 = 24
@@ -170,10 +173,10 @@ func New(opts Options) (_ *Pair, err error) {
 		opts.MTU = 1500
 	}
 	if opts.Queues < 1 || opts.Queues > 64 {
-		return nil, fmt.Errorf("vethtest: queues %d outside [1, 64]", opts.Queues)
+		return nil, fmt.Errorf("%w: queues %d outside [1, 64]", ErrOptions, opts.Queues)
 	}
 	if opts.MTU < 1280 || opts.MTU > 65535 {
-		return nil, fmt.Errorf("vethtest: mtu %d outside [1280, 65535] (IPv6 needs 1280)", opts.MTU)
+		return nil, fmt.Errorf("%w: mtu %d outside [1280, 65535] (IPv6 needs 1280)", ErrOptions, opts.MTU)
 	}
 	if runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("vethtest: network namespaces need Linux (this is %s)", runtime.GOOS)
