@@ -7,7 +7,6 @@ import (
 
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/xsk"
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,19 +33,21 @@ func New(cfg Config) (_ *Stack, err error) {
 	if cfg.Interface == "" {
 		return nil, fmt.Errorf("%w: no interface", ErrConfig)
 	}
-	link, lerr := netlink.LinkByName(cfg.Interface)
-	if lerr != nil {
-		return nil, fmt.Errorf("%w: interface %q: %w", ErrConfig, cfg.Interface, xsk.ErrNoInterface)
+	ifc, err := xsk.LookupInterface(cfg.Interface)
+	if err != nil {
+		if errors.Is(err, xsk.ErrNoInterface) {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		return nil, err
 	}
-	attrs := link.Attrs()
-	if nq := attrs.NumRxQueues; nq > 0 && cfg.Queues > nq {
+	if nq := ifc.RxQueues; nq > 0 && cfg.Queues > nq {
 		return nil, fmt.Errorf("%w: %d queues requested, %s has %d", ErrConfig, cfg.Queues, cfg.Interface, nq)
 	}
-	mtu := uint32(attrs.MTU)
+	mtu := uint32(ifc.MTU)
 	if maxMTU := cfg.FrameSize - unix.XDP_PACKET_HEADROOM - ethHeaderLen; mtu > maxMTU {
 		return nil, fmt.Errorf("%w: %s has MTU %d, frames of %d bytes hold at most %d", ErrConfig, cfg.Interface, mtu, cfg.FrameSize, maxMTU)
 	}
-	if len(attrs.HardwareAddr) != 6 {
+	if len(ifc.MAC) != 6 {
 		return nil, fmt.Errorf("%w: %s has no Ethernet address", ErrConfig, cfg.Interface)
 	}
 	var undo []func() error
@@ -69,7 +70,7 @@ func New(cfg Config) (_ *Stack, err error) {
 	if cfg.ForceGenericXDP {
 		mode = bpf.AttachGeneric
 	}
-	got, err := prog.Attach(attrs.Index, mode)
+	got, err := prog.Attach(ifc.Index, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +109,7 @@ func New(cfg Config) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
-	s, err := newStack(cfg, ports, mtu, attrs.HardwareAddr, bpfOwner{prog})
+	s, err := newStack(cfg, ports, mtu, ifc.MAC, bpfOwner{prog})
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/ustack-dev/ustack/bpf"
 	echosrv "github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/vethtest"
+	"github.com/ustack-dev/ustack/xsk"
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -462,20 +465,31 @@ func TestPrivilegedTwoQueues(t *testing.T) {
 
 func TestPrivilegedNewRejectsMisconfiguration(t *testing.T) {
 	p := vethtest.NewT(t, vethtest.Options{})
-	for _, c := range []Config{
-		{Interface: "nonexistent0", Addrs: []netip.Prefix{ustack4}},
-		{Interface: p.Ustack.Link, Addrs: []netip.Prefix{ustack4}, Queues: 2}, // one-queue veth
-		{Interface: p.Ustack.Link},
+	for _, c := range []struct {
+		cfg  Config
+		want []error // all must match
+		msg  string  // and the message must say this
+	}{
+		// The netlink error is kept, not only the sentinel.
+		{Config{Interface: "nonexistent0", Addrs: []netip.Prefix{ustack4}}, []error{ErrConfig, xsk.ErrNoInterface}, "Link not found"},
+		{Config{Interface: p.Ustack.Link, Addrs: []netip.Prefix{ustack4}, Queues: 2}, []error{ErrConfig}, "2 queues requested"}, // one-queue veth
+		{Config{Interface: p.Ustack.Link}, []error{ErrConfig}, "no addresses"},
+		{Config{Addrs: []netip.Prefix{ustack4}}, []error{ErrConfig}, "no interface"},
 	} {
 		err := p.Ustack.Do(func() error {
-			s, err := New(c)
+			s, err := New(c.cfg)
 			if err == nil {
 				s.Close()
 			}
 			return err
 		})
-		if err == nil {
-			t.Errorf("New(%+v) succeeded", c)
+		for _, w := range c.want {
+			if !errors.Is(err, w) {
+				t.Errorf("New(%+v) = %v, want %v", c.cfg, err, w)
+			}
+		}
+		if err != nil && !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("New(%+v) = %v, want it to say %q", c.cfg, err, c.msg)
 		}
 	}
 }

@@ -3,11 +3,9 @@ package xsk
 import (
 	"errors"
 	"fmt"
-	"net"
 	"sync/atomic"
 
 	"github.com/ustack-dev/ustack/ring"
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,12 +26,9 @@ type Socket struct {
 	// side touches it. txFree holds idle transmit frames; only the TX
 	// side touches it. Both hold frame base addresses.
 	rxFree, txFree []uint64
-	// txOutstanding counts descriptors in the TX ring or awaiting
-	// completion.
-	txOutstanding uint32
-	zeroCopy      bool
-	needWakeup    bool
-	frameMask     uint64
+	zeroCopy       bool
+	needWakeup     bool
+	frameMask      uint64
 
 	c counters
 }
@@ -72,11 +67,11 @@ func Open(u *UMEM, cfg Config) (_ *Socket, err error) {
 	if cfg.RxFrames < cfg.FillSize/2 {
 		return nil, fmt.Errorf("%w: %d rx frames cannot keep a %d-entry fill ring fed", ErrConfig, cfg.RxFrames, cfg.FillSize)
 	}
-	link, err := netlink.LinkByName(cfg.Interface)
+	ifc, err := LookupInterface(cfg.Interface)
 	if err != nil {
-		return nil, fmt.Errorf("open xsk on %q: %w (%v)", cfg.Interface, ErrNoInterface, err)
+		return nil, fmt.Errorf("open xsk: %w", err)
 	}
-	if n := link.Attrs().NumRxQueues; n > 0 && cfg.Queue >= n {
+	if n := ifc.RxQueues; n > 0 && cfg.Queue >= n {
 		return nil, fmt.Errorf("%w: queue %d out of range: %s has %d rx queues", ErrConfig, cfg.Queue, cfg.Interface, n)
 	}
 
@@ -87,7 +82,7 @@ func Open(u *UMEM, cfg Config) (_ *Socket, err error) {
 		}
 		return nil, fmt.Errorf("create AF_XDP socket: %w", err)
 	}
-	s := &Socket{fd: fd, umem: u, cfg: cfg, ifindex: link.Attrs().Index, frameMask: ^uint64(u.cfg.FrameSize - 1)}
+	s := &Socket{fd: fd, umem: u, cfg: cfg, ifindex: ifc.Index, frameMask: ^uint64(u.cfg.FrameSize - 1)}
 	defer func() {
 		if err != nil {
 			s.release()
@@ -359,7 +354,6 @@ func (s *Socket) Enqueue(descs []Desc) int {
 	if int(n) < len(descs) {
 		s.c.txFull.Add(1)
 	}
-	s.txOutstanding += n
 	s.c.txPackets.Add(uint64(n))
 	s.c.txBytes.Add(bytes)
 	return int(n)
@@ -406,7 +400,6 @@ func (s *Socket) Complete() int {
 		s.txFree = append(s.txFree, *s.comp.At(idx + i)&s.frameMask)
 	}
 	s.comp.Release(n)
-	s.txOutstanding -= n
 	return int(n)
 }
 
@@ -427,7 +420,6 @@ func (s *Socket) CompleteToFill() int {
 	}
 	s.fill.Submit(m)
 	s.comp.Release(n)
-	s.txOutstanding -= n
 	return int(n)
 }
 
@@ -435,12 +427,6 @@ func (s *Socket) CompleteToFill() int {
 // by the kernel: non-zero after a kick that hit EAGAIN means another kick
 // is due. Safe from any goroutine.
 func (s *Socket) TxQueued() int { return int(s.tx.Queued()) }
-
-// TxOutstanding returns how many transmitted frames have not completed.
-func (s *Socket) TxOutstanding() int { return int(s.txOutstanding) }
-
-// FreeTxFrames returns how many transmit frames are idle.
-func (s *Socket) FreeTxFrames() int { return len(s.txFree) }
 
 // WakeupRx wakes the kernel to process the fill ring if it asked for it
 // (zero-copy drivers do when the fill ring ran dry).
@@ -484,17 +470,4 @@ func (s *Socket) Stats() (Stats, error) {
 		Kicks: s.c.kicks.Load(), KickRetries: s.c.kickRetries.Load(),
 		FillStarved: s.c.fillEmpty.Load(), TxRingFull: s.c.txFull.Load(),
 	}, nil
-}
-
-// InterfaceQueues returns the number of RX queues of the named interface
-// in the calling thread's namespace.
-func InterfaceQueues(name string) (int, error) {
-	l, err := netlink.LinkByName(name)
-	if err != nil {
-		if _, ierr := net.InterfaceByName(name); ierr != nil {
-			return 0, fmt.Errorf("%w: %q", ErrNoInterface, name)
-		}
-		return 0, fmt.Errorf("look up %q: %w", name, err)
-	}
-	return l.Attrs().NumRxQueues, nil
 }

@@ -1,6 +1,21 @@
 package xsk
 
-import "fmt"
+import (
+	"fmt"
+	"net"
+)
+
+// Interface is what ustack needs to know of a network interface, as
+// LookupInterface finds it.
+type Interface struct {
+	Name  string
+	Index int
+	MTU   int
+	MAC   net.HardwareAddr
+	// RxQueues is the number of RX queues, 0 when the kernel does not
+	// report it.
+	RxQueues int
+}
 
 // Desc is an AF_XDP RX/TX descriptor (struct xdp_desc): a packet of Len
 // bytes at UMEM offset Addr.
