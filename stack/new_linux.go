@@ -93,11 +93,7 @@ func New(cfg Config) (_ *Stack, err error) {
 		if err != nil {
 			return nil, err
 		}
-		p, err := newXSKPort(sock)
-		if err != nil {
-			sock.Close()
-			return nil, err
-		}
+		p := newXSKPort(sock)
 		undo = append(undo, p.Close)
 		if err := prog.SetSocket(q, sock.FD()); err != nil {
 			return nil, err

@@ -1,9 +1,11 @@
 package xsk
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/ustack-dev/ustack/ring"
 	"golang.org/x/sys/unix"
@@ -12,6 +14,8 @@ import (
 // Socket is an AF_XDP socket bound to one queue of one interface.
 type Socket struct {
 	fd      int
+	efd     int            // eventfd through which Interrupt wakes Wait
+	pollFDs [2]unix.PollFd // RX side only: the socket and efd
 	umem    *UMEM
 	cfg     Config
 	ifindex int
@@ -82,12 +86,17 @@ func Open(u *UMEM, cfg Config) (_ *Socket, err error) {
 		}
 		return nil, fmt.Errorf("create AF_XDP socket: %w", err)
 	}
-	s := &Socket{fd: fd, umem: u, cfg: cfg, ifindex: ifc.Index, frameMask: ^uint64(u.cfg.FrameSize - 1)}
+	s := &Socket{fd: fd, efd: -1, umem: u, cfg: cfg, ifindex: ifc.Index, frameMask: ^uint64(u.cfg.FrameSize - 1)}
 	defer func() {
 		if err != nil {
 			s.release()
 		}
 	}()
+
+	if s.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("eventfd: %w", err)
+	}
+	s.pollFDs = [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(s.efd), Events: unix.POLLIN}}
 
 	shared := u.regFD >= 0
 	if !shared {
@@ -227,6 +236,10 @@ func (s *Socket) release() error {
 	if s.fd >= 0 {
 		errs = append(errs, unix.Close(s.fd))
 		s.fd = -1
+	}
+	if s.efd >= 0 {
+		errs = append(errs, unix.Close(s.efd))
+		s.efd = -1
 	}
 	return errors.Join(errs...)
 }
@@ -441,18 +454,38 @@ func (s *Socket) WakeupRx() error {
 	return nil
 }
 
-// Poll blocks until the RX ring has packets or timeoutMS milliseconds pass
-// (-1: no limit), and reports whether packets are ready.
-func (s *Socket) Poll(timeoutMS int) (bool, error) {
+// Wait blocks until the RX ring may have packets, Interrupt is called, or
+// timeout passes (a negative timeout waits without limit), first waking
+// the kernel to process the fill ring if it asked for that. It is an RX-side
+// method. A spurious return is harmless: callers poll the ring after it.
+func (s *Socket) Wait(timeout time.Duration) error {
+	if err := s.WakeupRx(); err != nil {
+		return err
+	}
 	if s.rx.Available() > 0 {
-		return true, nil
+		return nil
 	}
-	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, timeoutMS)
-	if err != nil && !errors.Is(err, unix.EINTR) {
-		return false, fmt.Errorf("poll xsk: %w", err)
+	ms := -1
+	if timeout >= 0 {
+		ms = int((timeout + time.Millisecond - 1) / time.Millisecond)
 	}
-	return n > 0, nil
+	s.pollFDs[0].Revents, s.pollFDs[1].Revents = 0, 0
+	if _, err := unix.Poll(s.pollFDs[:], ms); err != nil && !errors.Is(err, unix.EINTR) {
+		return fmt.Errorf("poll xsk: %w", err)
+	}
+	if s.pollFDs[1].Revents&unix.POLLIN != 0 {
+		var buf [8]byte
+		unix.Read(s.efd, buf[:])
+	}
+	return nil
+}
+
+// Interrupt wakes a Wait in progress, or makes the next one return at
+// once. It is safe from any goroutine.
+func (s *Socket) Interrupt() {
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	unix.Write(s.efd, one[:])
 }
 
 // Stats returns the socket's counters. It may be called from any
