@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ustack-dev/ustack/bpf"
 	echosrv "github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/vethtest"
 	"github.com/ustack-dev/ustack/xsk"
@@ -43,7 +44,7 @@ type fakeOwner struct {
 	ports map[portKey]bool
 }
 
-func (f *fakeOwner) OwnPort(a netip.Addr, proto uint8, port uint16) error {
+func (f *fakeOwner) OwnPort(a netip.Addr, proto bpf.Protocol, port uint16) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	k := portKey{a, proto, port}
@@ -54,7 +55,7 @@ func (f *fakeOwner) OwnPort(a netip.Addr, proto uint8, port uint16) error {
 	return nil
 }
 
-func (f *fakeOwner) DisownPort(a netip.Addr, proto uint8, port uint16) error {
+func (f *fakeOwner) DisownPort(a netip.Addr, proto bpf.Protocol, port uint16) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.ports, portKey{a, proto, port})
@@ -290,7 +291,7 @@ func TestMemPortsFollowSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	echo(t, ln)
-	if !mp.ownB.has(portKey{memB4.Addr(), protoTCP, 8080}) {
+	if !mp.ownB.has(portKey{memB4.Addr(), bpf.TCP, 8080}) {
 		t.Fatalf("listening port not owned: %v", mp.ownB.ports)
 	}
 	c, err := mp.a.Dial("tcp4", "198.18.1.2:8080")
@@ -298,7 +299,7 @@ func TestMemPortsFollowSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := c.LocalAddr().(*net.TCPAddr).AddrPort()
-	if !mp.ownA.has(portKey{memA4.Addr(), protoTCP, local.Port()}) {
+	if !mp.ownA.has(portKey{memA4.Addr(), bpf.TCP, local.Port()}) {
 		t.Fatalf("dialing port %d not owned: %v", local.Port(), mp.ownA.ports)
 	}
 	c.Write([]byte("x"))

@@ -3,23 +3,11 @@ package stack
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/xsk"
 	"golang.org/x/sys/unix"
 )
-
-// bpfOwner adapts bpf.Program to portOwner.
-type bpfOwner struct{ p *bpf.Program }
-
-func (o bpfOwner) OwnPort(a netip.Addr, proto uint8, port uint16) error {
-	return o.p.OwnPort(a, bpf.Protocol(proto), port)
-}
-
-func (o bpfOwner) DisownPort(a netip.Addr, proto uint8, port uint16) error {
-	return o.p.DisownPort(a, bpf.Protocol(proto), port)
-}
 
 // New attaches ustack to cfg.Interface (in the calling thread's network
 // namespace): it loads and attaches the XDP steering program, opens one
@@ -105,11 +93,11 @@ func New(cfg Config) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
-	s, err := newStack(cfg, ports, mtu, ifc.MAC, bpfOwner{prog})
+	s, err := newStack(cfg, ports, mtu, ifc.MAC, prog)
 	if err != nil {
 		return nil, err
 	}
-	s.prog, s.socks = prog, ports
+	s.prog = prog
 	s.teardown = undo
 	return s, nil
 }

@@ -2,15 +2,15 @@ package stack
 
 import (
 	"context"
-
 	"errors"
 	"fmt"
-	"github.com/ustack-dev/ustack/bpf"
 	"net"
 	"net/netip"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/ustack-dev/ustack/bpf"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/adapters/gonet"
@@ -27,18 +27,15 @@ import (
 
 const nicID tcpip.NICID = 1
 
-// Protocol numbers the port owner deals in (as in bpf.TCP and bpf.UDP).
-const (
-	protoTCP uint8 = 6
-	protoUDP uint8 = 17
-)
-
 // portOwner is told which (address, protocol, port) ustack sockets use, so
-// the steering program sends their traffic to ustack. bpf.Program is one.
+// the steering program sends their traffic to ustack. *bpf.Program
+// satisfies it; tests use a fake.
 type portOwner interface {
-	OwnPort(addr netip.Addr, proto uint8, port uint16) error
-	DisownPort(addr netip.Addr, proto uint8, port uint16) error
+	OwnPort(addr netip.Addr, proto bpf.Protocol, port uint16) error
+	DisownPort(addr netip.Addr, proto bpf.Protocol, port uint16) error
 }
+
+var _ portOwner = (*bpf.Program)(nil)
 
 // Stack is a netstack instance over AF_XDP (or, in tests, a memory wire).
 // Its methods are safe for concurrent use.
@@ -54,8 +51,7 @@ type Stack struct {
 	teardown []func() error // run in reverse by Close, after netstack's own
 
 	// Set over AF_XDP only.
-	prog  *bpf.Program
-	socks []port
+	prog *bpf.Program
 }
 
 // newStack builds netstack over ports. On error the caller still runs its
@@ -254,9 +250,9 @@ func (s *Stack) bind(op, network, address string, transport tcpip.TransportProto
 	if s.isClosed() {
 		return nil, nil, nil, opError(op, network, nil, ErrClosed)
 	}
-	kind, proto := "tcp", protoTCP
+	kind, proto := "tcp", bpf.TCP
 	if transport == udp.ProtocolNumber {
-		kind, proto = "udp", protoUDP
+		kind, proto = "udp", bpf.UDP
 	}
 	ap, err := parseHostPort(network, address)
 	if err == nil && network[:3] != kind {
