@@ -12,16 +12,19 @@
 
 char __license[] SEC("license") = "Dual MIT/GPL";
 
+// XSKMAP slots: internal/limits.MaxQueues (bpf.MaxQueues), checked by
+// TestMapSizesMatchGo.
 #define MAX_QUEUES 64
 
-// Flags of an owned address (values of owned_addrs). Keep in sync with
-// OwnFlags in owned.go.
+// Flags of an owned address (values of owned_addrs): OwnFlags in types.go,
+// exercised by TestPrivilegedRunMatchesReference.
 #define OWN_ALL   (1 << 0) // every IP packet to the address
 #define OWN_NEIGH (1 << 1) // ARP for it, NDP solicitations for it, adverts to it
 #define OWN_ICMP  (1 << 2) // ICMP and ICMPv6 (non-NDP) to it
 #define OWN_FRAGS (1 << 3) // IP fragments to it
 
-// Counter slots. Keep in sync with the Reason constants in counters.go.
+// Counter slots: the Reason constants in types.go (their number checked by
+// TestMapSizesMatchGo, their meaning by TestPrivilegedRunMatchesReference).
 enum reason {
 	R_PASS_NOT_IP = 0,  // neither IPv4, IPv6 nor ARP (includes VLAN-tagged)
 	R_PASS_MALFORMED,   // truncated or invalid headers

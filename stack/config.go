@@ -6,6 +6,8 @@ import (
 	"log"
 	"net/netip"
 	"time"
+
+	"github.com/ustack-dev/ustack/internal/limits"
 )
 
 // ErrConfig reports an invalid Config.
@@ -150,8 +152,8 @@ func (c *Config) validate() error {
 	if c.Gateway4.IsValid() && !c.Gateway4.Is4() || c.Gateway6.IsValid() && !c.Gateway6.Is6() {
 		return fmt.Errorf("%w: gateway family mismatch", ErrConfig)
 	}
-	if c.Queues < 1 || c.Queues > 64 {
-		return fmt.Errorf("%w: queues %d outside [1, 64]", ErrConfig, c.Queues)
+	if c.Queues < 1 || c.Queues > limits.MaxQueues {
+		return fmt.Errorf("%w: queues %d outside [1, %d]", ErrConfig, c.Queues, limits.MaxQueues)
 	}
 	if c.Poll < Adaptive || c.Poll > Blocking {
 		return fmt.Errorf("%w: unknown poll policy %v", ErrConfig, c.Poll)

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ustack-dev/ustack/internal/limits"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -172,8 +173,8 @@ func New(opts Options) (_ *Pair, err error) {
 	if opts.MTU == 0 {
 		opts.MTU = 1500
 	}
-	if opts.Queues < 1 || opts.Queues > 64 {
-		return nil, fmt.Errorf("%w: queues %d outside [1, 64]", ErrOptions, opts.Queues)
+	if opts.Queues < 1 || opts.Queues > limits.MaxQueues {
+		return nil, fmt.Errorf("%w: queues %d outside [1, %d]", ErrOptions, opts.Queues, limits.MaxQueues)
 	}
 	if opts.MTU < 1280 || opts.MTU > 65535 {
 		return nil, fmt.Errorf("%w: mtu %d outside [1280, 65535] (IPv6 needs 1280)", ErrOptions, opts.MTU)
