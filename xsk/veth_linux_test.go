@@ -100,7 +100,7 @@ func (r *rig) startReflectors(t *testing.T) []*recorder {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, s := range r.socks {
-		rf := &recorder{Reflector: &reflector.Reflector{Sock: s, MAC: r.pair.Ustack.MAC, IP: vethtest.UstackIPv4.As4()}}
+		rf := &recorder{Reflector: &reflector.Reflector{Sock: s, Responder: reflector.Responder{MAC: r.pair.Ustack.MAC, IP: vethtest.UstackIPv4.As4()}}}
 		rf.OnUDP = func(p []byte) {
 			rf.mu.Lock()
 			rf.got = append(rf.got, append([]byte(nil), p...))
