@@ -42,6 +42,7 @@ var allContenders = []contender{
 	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}},
 	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}},
 	{"floor", "floor", "", "kernel", "udp", "ustack", []string{"pingpong"}},
+	{"floor-asavie", "floor-asavie", "", "kernel", "udp", "ustack", []string{"pingpong"}},
 }
 
 func allContenderNames() []string {

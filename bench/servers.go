@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
+	"github.com/ustack-dev/ustack/bench/internal/asavie"
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/internal/reflector"
@@ -83,6 +85,9 @@ func startServer(contender, iface, poll string, port uint16) (stop func(), xdpMo
 		return stop, bpf.AttachNative.String(), err
 	case "floor":
 		stop, err := startFloor(iface, port)
+		return stop, bpf.AttachNative.String(), err
+	case "floor-asavie":
+		stop, err := startFloorAsavie(iface, port)
 		return stop, bpf.AttachNative.String(), err
 	}
 	return nil, "", fmt.Errorf("unknown contender %q", contender)
@@ -185,7 +190,7 @@ func startFloor(iface string, port uint16) (_ func(), err error) {
 	if err := prog.OwnPort(vethtest.UstackIPv4, bpf.UDP, port); err != nil {
 		return nil, err
 	}
-	r := &reflector.Reflector{Sock: sock, MAC: link.Attrs().HardwareAddr, IP: vethtest.UstackIPv4.As4(), Spin: true}
+	r := &reflector.Reflector{Sock: sock, Responder: reflector.Responder{MAC: link.Attrs().HardwareAddr, IP: vethtest.UstackIPv4.As4()}, Spin: true}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -193,6 +198,43 @@ func startFloor(iface string, port uint16) (_ func(), err error) {
 		r.Run(stop, 24*3600e9)
 	}()
 	// Stop the reflector before the socket closes.
+	u.add(func() { close(stop); <-done })
+	return u.run, nil
+}
+
+// startFloorAsavie runs the same reflector over github.com/asavie/xdp's
+// socket instead of ustack's xsk, steered by the same program.
+func startFloorAsavie(iface string, port uint16) (_ func(), err error) {
+	link, prog, u, err := attachSteering(iface)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			u.run()
+		}
+	}()
+	f, err := asavie.Open(link.Attrs().Index, 0)
+	if err != nil {
+		return nil, err
+	}
+	u.add(func() { f.Close() })
+	if err := prog.SetSocket(0, f.FD()); err != nil {
+		return nil, err
+	}
+	if err := prog.Own(vethtest.UstackIPv4, bpf.OwnNeigh); err != nil {
+		return nil, err
+	}
+	if err := prog.OwnPort(vethtest.UstackIPv4, bpf.UDP, port); err != nil {
+		return nil, err
+	}
+	f.MAC, f.IP, f.Spin = link.Attrs().HardwareAddr, vethtest.UstackIPv4.As4(), true
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.Run(stop, 24*time.Hour)
+	}()
 	u.add(func() { close(stop); <-done })
 	return u.run, nil
 }
