@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/stack"
 	"github.com/ustack-dev/ustack/vethtest"
@@ -158,9 +159,7 @@ func clientMain(args []string) error {
 		res.Count = h.TotalCount()
 		q := func(p float64) float64 { return float64(h.ValueAtQuantile(p)) / 1e3 }
 		res.RTT = &rttQuantiles{P50: q(50), P90: q(90), P99: q(99), P999: q(99.9), Max: float64(h.Max()) / 1e3}
-		for _, b := range h.CumulativeDistribution() {
-			res.CDF = append(res.CDF, [2]float64{float64(b.ValueAt) / 1e3, b.Quantile / 100})
-		}
+		res.CDF = histCDF(h)
 	case "rate":
 		// echo.Rate marks nothing itself: its warm-up is half a second,
 		// so START comes after that.
@@ -193,6 +192,27 @@ func clientMain(args []string) error {
 	b, _ := json.Marshal(res)
 	fmt.Fprintf(out, "RESULT %s\n", b)
 	return out.Flush()
+}
+
+// histCDF returns the histogram's whole distribution as a CDF: for every
+// non-empty bucket, its upper bound in µs and the fraction of values up to
+// it. (CumulativeDistribution gives only a few percentile ticks, which
+// plotted as a line hide the shape between them.)
+func histCDF(h *hdrhistogram.Histogram) [][2]float64 {
+	total := h.TotalCount()
+	if total == 0 {
+		return nil
+	}
+	var cdf [][2]float64
+	var seen int64
+	for _, b := range h.Distribution() {
+		if b.Count == 0 {
+			continue
+		}
+		seen += b.Count
+		cdf = append(cdf, [2]float64{float64(b.To) / 1e3, float64(seen) / float64(total)})
+	}
+	return cdf
 }
 
 // clientDialer returns how the client connects: the kernel's sockets, the
