@@ -1,7 +1,8 @@
 // Package offload does in software what NICs offload: the RFC 1071
 // Internet checksum and receive-side checksum verification of TCP
-// segments, so that a worker can mark a batch of received segments as
-// verified and let netstack coalesce them (GRO) before delivery.
+// segments, so that a worker can mark received segments as verified and
+// netstack does not checksum them again. Segmentation (GSO) and receive
+// coalescing (GRO) are not implemented yet.
 //
 // Sum works on unfolded 64-bit accumulators so partial sums over headers,
 // pseudo-headers and payloads combine with plain addition; Fold turns an

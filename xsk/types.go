@@ -41,8 +41,9 @@ type UMEMConfig struct {
 	HugePages bool
 }
 
-// DefaultUMEMConfig returns 4096 frames of 4096 bytes (16 MiB): two
-// sockets' worth of 1024-entry fill and TX rings with a 2x margin.
+// DefaultUMEMConfig returns 4096 frames of 4096 bytes (16 MiB): exactly
+// two sockets with the default 1024 receive and 1024 transmit frames each,
+// with no frames to spare.
 func DefaultUMEMConfig() UMEMConfig {
 	return UMEMConfig{FrameCount: 4096, FrameSize: 4096}
 }
