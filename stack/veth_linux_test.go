@@ -11,7 +11,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -437,10 +439,58 @@ func TestPrivilegedHTTP(t *testing.T) {
 	}
 }
 
+// pinnedThreads counts the process's threads whose CPU affinity is one CPU,
+// by that CPU (Cpus_allowed_list in /proc/self/task/*/status).
+func pinnedThreads(t *testing.T) map[int]int {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[int]int{}
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/status")
+		if err != nil {
+			continue // the thread exited
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				if cpu, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+					m[cpu]++
+				}
+			}
+		}
+	}
+	return m
+}
+
 // TestPrivilegedTwoQueues runs two workers, each pinned to a CPU, on a
-// two-queue veth and checks that both carry traffic.
+// two-queue veth and checks that both carry traffic and that threads
+// pinned to worker i's CPU appeared.
 func TestPrivilegedTwoQueues(t *testing.T) {
+	before := pinnedThreads(t)
 	p, s := newVethStack(t, vethtest.Options{Queues: 2}, Config{Queues: 2, Pin: true})
+	// Worker i pins itself to CPU i mod NumCPU once it starts.
+	want := map[int]int{}
+	for q := 0; q < 2; q++ {
+		want[q%runtime.NumCPU()]++
+	}
+	pinned := func() (map[int]int, bool) {
+		after := pinnedThreads(t)
+		for cpu, n := range want {
+			if after[cpu] < before[cpu]+n {
+				return after, false
+			}
+		}
+		return after, true
+	}
+	after, ok := pinned()
+	for deadline := time.Now().Add(5 * time.Second); !ok && time.Now().Before(deadline); after, ok = pinned() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !ok {
+		t.Errorf("threads pinned per CPU: %v before New, %v after; the workers should add %v", before, after, want)
+	}
 	ln, err := s.Listen("tcp", ":9002")
 	if err != nil {
 		t.Fatal(err)
