@@ -373,8 +373,9 @@ func (e *endpoint) loadDispatcher() gstack.NetworkDispatcher {
 func (e *endpoint) worker(i int, q *queue) {
 	defer e.wg.Done()
 	if e.pin {
+		// Never unlocked: the pinned thread exits with the worker
+		// instead of going back to the scheduler with its affinity.
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
 		pinToCPU(i % runtime.NumCPU())
 	}
 	var idleSince time.Time
