@@ -20,6 +20,11 @@ var ErrPermission = errors.New("ustack needs root or CAP_NET_ADMIN+CAP_NET_RAW+C
 // ErrNotSupported is returned by New on systems without AF_XDP.
 var ErrNotSupported = errors.New("ustack needs Linux (AF_XDP and XDP)")
 
+// ErrAddress reports an address a Dial or Listen cannot use: a host name
+// (ustack does no name resolution), or a dial address without an IP or
+// port.
+var ErrAddress = errors.New("unusable address")
+
 // ErrClosed is returned by operations on a closed Stack.
 var ErrClosed = errors.New("stack closed")
 

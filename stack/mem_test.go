@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -321,26 +322,34 @@ func TestMemPortsFollowSockets(t *testing.T) {
 
 func TestMemBadInput(t *testing.T) {
 	mp := newMemPair(t, Adaptive)
-	for _, c := range []struct{ network, addr string }{
-		{"tcp", "example.com:80"},
-		{"tcp", "198.18.1.2"},
-		{"tcp", "198.18.1.2:99999"},
-		{"sctp", "198.18.1.2:80"},
-		{"tcp", "198.18.1.2:0"},
+	var addrErr *net.AddrError
+	var netErr net.UnknownNetworkError
+	for _, c := range []struct {
+		network, addr string
+		is            func(error) bool
+	}{
+		{"tcp", "example.com:80", func(err error) bool { return errors.Is(err, ErrAddress) }},
+		{"tcp", "198.18.1.2", func(err error) bool { return errors.As(err, &addrErr) }}, // no port
+		{"tcp", "198.18.1.2:99999", func(err error) bool { return errors.Is(err, strconv.ErrRange) }},
+		{"sctp", "198.18.1.2:80", func(err error) bool { return errors.As(err, &netErr) }},
+		{"tcp", "198.18.1.2:0", func(err error) bool { return errors.Is(err, ErrAddress) }},
 	} {
-		if conn, err := mp.a.Dial(c.network, c.addr); err == nil {
+		conn, err := mp.a.Dial(c.network, c.addr)
+		if err == nil {
 			conn.Close()
-			t.Errorf("Dial(%q, %q) succeeded", c.network, c.addr)
+		}
+		if !c.is(err) {
+			t.Errorf("Dial(%q, %q) = %v, not the expected error", c.network, c.addr, err)
 		}
 	}
-	if _, err := mp.a.Listen("tcp", "198.18.9.9:80"); err == nil {
-		t.Error("listen on a foreign address succeeded")
+	if _, err := mp.a.Listen("tcp", "198.18.9.9:80"); !errors.Is(err, syscall.EADDRNOTAVAIL) {
+		t.Errorf("listen on a foreign address: %v, want EADDRNOTAVAIL", err)
 	}
-	if _, err := mp.a.Listen("udp", ":80"); err == nil {
-		t.Error("Listen with udp succeeded")
+	if _, err := mp.a.Listen("udp", ":80"); !errors.As(err, &netErr) {
+		t.Errorf("Listen with udp: %v, want UnknownNetworkError", err)
 	}
-	if _, err := mp.a.ListenPacket("tcp", ":80"); err == nil {
-		t.Error("ListenPacket with tcp succeeded")
+	if _, err := mp.a.ListenPacket("tcp", ":80"); !errors.As(err, &netErr) {
+		t.Errorf("ListenPacket with tcp: %v, want UnknownNetworkError", err)
 	}
 	ln, err := mp.b.Listen("tcp", ":81")
 	if err != nil {

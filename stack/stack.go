@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ustack-dev/ustack/bpf"
@@ -187,7 +188,7 @@ func parseHostPort(network, address string) (netip.AddrPort, error) {
 	switch network {
 	case "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6":
 	default:
-		return netip.AddrPort{}, fmt.Errorf("network %q not supported (want tcp, tcp4, tcp6, udp, udp4 or udp6)", network)
+		return netip.AddrPort{}, net.UnknownNetworkError(network)
 	}
 	host, portStr, err := net.SplitHostPort(address)
 	if err != nil {
@@ -202,7 +203,7 @@ func parseHostPort(network, address string) (netip.AddrPort, error) {
 	}
 	a, err := netip.ParseAddr(host)
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("host %q is not an IP address (ustack does no name resolution)", host)
+		return netip.AddrPort{}, fmt.Errorf("%w: host %q is not an IP address (ustack does no name resolution)", ErrAddress, host)
 	}
 	return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
 }
@@ -256,7 +257,7 @@ func (s *Stack) bind(op, network, address string, transport tcpip.TransportProto
 	}
 	ap, err := parseHostPort(network, address)
 	if err == nil && network[:3] != kind {
-		err = fmt.Errorf("network %q is not a %s network", network, kind)
+		err = net.UnknownNetworkError(network)
 	}
 	if err != nil {
 		return nil, nil, nil, opError(op, network, nil, err)
@@ -266,7 +267,7 @@ func (s *Stack) bind(op, network, address string, transport tcpip.TransportProto
 	bindAddr := ap.Addr()
 	if bindAddr.IsValid() && !bindAddr.IsUnspecified() {
 		if !s.owns(bindAddr) {
-			return nil, nil, nil, opError(op, network, nil, fmt.Errorf("%v is not an address of this stack", bindAddr))
+			return nil, nil, nil, opError(op, network, nil, fmt.Errorf("%v is not an address of this stack: %w", bindAddr, syscall.EADDRNOTAVAIL))
 		}
 		covered = []netip.Addr{bindAddr}
 	} else {
@@ -338,7 +339,7 @@ func (s *Stack) DialContext(ctx context.Context, network, address string) (net.C
 		return nil, opError("dial", network, nil, err)
 	}
 	if !ap.Addr().IsValid() || ap.Addr().IsUnspecified() || ap.Port() == 0 {
-		return nil, opError("dial", network, nil, fmt.Errorf("address %q needs an IP and a port", address))
+		return nil, opError("dial", network, nil, fmt.Errorf("%w: %q needs an IP and a port", ErrAddress, address))
 	}
 	local, err := s.localFor(network, ap.Addr())
 	if err != nil {
