@@ -4,6 +4,7 @@ go 1.26.3
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/asavie/xdp v0.3.3
 	github.com/cilium/ebpf v0.22.0
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/vethtest"
 )
 
@@ -40,6 +41,51 @@ func TestParseFlags(t *testing.T) {
 	}
 	if o.contenders[0] != "kernel" || o.duration > 400e6 || len(o.sizes) != 1 {
 		t.Errorf("quick options: %+v", o)
+	}
+}
+
+// TestHistCDFIsTheWholeDistribution: every distinct value gets its own
+// point, fractions rise to 1, and the median sits where the values say.
+func TestHistCDFIsTheWholeDistribution(t *testing.T) {
+	h := echo.NewHistogram()
+	for v := int64(1); v <= 100; v++ {
+		h.RecordValue(v * 1000) // 1..100 µs
+	}
+	cdf := histCDF(h)
+	if len(cdf) != 100 {
+		t.Fatalf("%d points for 100 distinct values", len(cdf))
+	}
+	for i := 1; i < len(cdf); i++ {
+		if cdf[i][0] <= cdf[i-1][0] || cdf[i][1] <= cdf[i-1][1] {
+			t.Fatalf("not increasing at %d: %v, %v", i, cdf[i-1], cdf[i])
+		}
+	}
+	if last := cdf[len(cdf)-1]; last[1] != 1 {
+		t.Errorf("last fraction %v", last[1])
+	}
+	if mid := cdf[49]; mid[1] != 0.5 || mid[0] < 49.9 || mid[0] > 50.1 {
+		t.Errorf("50th point %v, want (50 µs, 0.5)", mid)
+	}
+}
+
+// TestXDPModesReportsWhatAttached: the machine line states the modes the
+// contenders reported, not an assumed one.
+func TestXDPModesReportsWhatAttached(t *testing.T) {
+	rs := []result{
+		{Contender: "kernel"},
+		{Contender: "ustack", ServerXDP: "generic"},
+		{Contender: "ustack", ServerXDP: "generic"},
+		{Contender: "ustack-ustack", ServerXDP: "native", ClientXDP: "generic"},
+		{Contender: "floor", ServerXDP: "native"},
+	}
+	if got, want := xdpModes(rs), "generic (ustack, ustack-ustack); native (ustack-ustack, floor)"; got != want {
+		t.Errorf("xdpModes = %q, want %q", got, want)
+	}
+	if got := xdpModes(rs[4:]); got != "native" {
+		t.Errorf("xdpModes, native only = %q", got)
+	}
+	if got := xdpModes(rs[:1]); got != "none" {
+		t.Errorf("xdpModes, kernel only = %q", got)
 	}
 }
 
@@ -76,6 +122,12 @@ func TestPrivilegedQuickRun(t *testing.T) {
 		}
 		if r.Seconds <= 0 || math.IsNaN(r.Seconds) || r.ServerCPU < 0 || r.ClientCPU < 0 {
 			t.Errorf("%s: seconds %v, cpu %v/%v", key, r.Seconds, r.ServerCPU, r.ClientCPU)
+		}
+		if xdp := r.Contender != "kernel" && r.Contender != "kernel-busypoll"; xdp && r.ServerXDP != "native" {
+			t.Errorf("%s: server reported XDP mode %q, want native on veth", key, r.ServerXDP)
+		}
+		if r.Contender == "ustack-ustack" && r.ClientXDP != "native" {
+			t.Errorf("%s: ustack client reported XDP mode %q, want native on veth", key, r.ClientXDP)
 		}
 		switch r.Workload {
 		case "pingpong":

@@ -13,6 +13,8 @@
 //	ustack-ustack    ustack at both ends
 //	gvisor-xdp       gVisor netstack over gVisor's own AF_XDP endpoint
 //	floor            a raw AF_XDP UDP reflector: no TCP/IP stack at all
+//	floor-asavie     the same reflector over github.com/asavie/xdp v0.3.3
+//	                 instead of ustack's xsk (bench/internal/asavie)
 //
 // Workloads: single-connection ping-pong at several sizes (RTT percentiles
 // from an HDR histogram) and N connections for requests/s against an echo

@@ -236,10 +236,14 @@ func (r *report) plotCDF(path string) error {
 		if x == nil || len(x.CDF) == 0 {
 			continue
 		}
-		pts := make(plotter.XYs, 0, len(x.CDF))
+		// A step per histogram bucket: the fraction holds until the
+		// next bucket's bound.
+		pts := make(plotter.XYs, 0, 2*len(x.CDF))
+		prev := 0.0
 		for _, c := range x.CDF {
 			if c[0] > 0 {
-				pts = append(pts, plotter.XY{X: c[0], Y: c[1]})
+				pts = append(pts, plotter.XY{X: c[0], Y: prev}, plotter.XY{X: c[0], Y: c[1]})
+				prev = c[1]
 			}
 		}
 		l, err := plotter.NewLine(pts)

@@ -21,8 +21,10 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/stack"
 	"github.com/ustack-dev/ustack/vethtest"
@@ -60,7 +62,8 @@ func maybeRunRole() {
 
 // serveMain runs one contender's echo server until its standard input
 // closes (the parent going away closes it too). It prints "READY" once it
-// accepts connections.
+// accepts connections, followed by the XDP attach mode if it attached the
+// program.
 func serveMain(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	contender := fs.String("contender", "", "server kind")
@@ -71,11 +74,11 @@ func serveMain(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	stop, err := startServer(*contender, *iface, *poll, uint16(*port), *upstream)
+	stop, mode, err := startServer(*contender, *iface, *poll, uint16(*port), *upstream)
 	if err != nil {
 		return err
 	}
-	fmt.Println("READY")
+	fmt.Println(strings.TrimSpace("READY " + mode))
 	// Commands from the parent, one a line, until it closes stdin:
 	// "reset" clears the ustack server's latency breakdown, "trace"
 	// prints it as a TRACE line of JSON ("TRACE null" for other servers).
@@ -117,6 +120,8 @@ type clientResult struct {
 	Error    string          `json:"error,omitempty"`
 	Extra    json.RawMessage `json:"extra,omitempty"`
 	Workload string          `json:"workload"`
+	// XDPMode is the attach mode of a ustack client's XDP program.
+	XDPMode string `json:"xdp_mode,omitempty"`
 }
 
 type rttQuantiles struct {
@@ -143,12 +148,12 @@ func clientMain(args []string) error {
 		return err
 	}
 	ctx := context.Background()
-	dial, closeDial, err := clientDialer(*dialKind, *iface)
+	dial, closeDial, mode, err := clientDialer(*dialKind, *iface)
 	if err != nil {
 		return err
 	}
 	defer closeDial()
-	res := clientResult{Workload: *workload}
+	res := clientResult{Workload: *workload, XDPMode: mode}
 	out := bufio.NewWriter(os.Stdout)
 	mark := func(s string) { fmt.Fprintln(out, s); out.Flush() }
 	switch *workload {
@@ -173,9 +178,7 @@ func clientMain(args []string) error {
 		res.Count = h.TotalCount()
 		q := func(p float64) float64 { return float64(h.ValueAtQuantile(p)) / 1e3 }
 		res.RTT = &rttQuantiles{P50: q(50), P90: q(90), P99: q(99), P999: q(99.9), Max: float64(h.Max()) / 1e3}
-		for _, b := range h.CumulativeDistribution() {
-			res.CDF = append(res.CDF, [2]float64{float64(b.ValueAt) / 1e3, b.Quantile / 100})
-		}
+		res.CDF = histCDF(h)
 	case "rate":
 		// echo.Rate marks nothing itself: its warm-up is half a second,
 		// so START comes after that.
@@ -210,14 +213,35 @@ func clientMain(args []string) error {
 	return out.Flush()
 }
 
+// histCDF returns the histogram's whole distribution as a CDF: for every
+// non-empty bucket, its upper bound in µs and the fraction of values up to
+// it. (CumulativeDistribution gives only a few percentile ticks, which
+// plotted as a line hide the shape between them.)
+func histCDF(h *hdrhistogram.Histogram) [][2]float64 {
+	total := h.TotalCount()
+	if total == 0 {
+		return nil
+	}
+	var cdf [][2]float64
+	var seen int64
+	for _, b := range h.Distribution() {
+		if b.Count == 0 {
+			continue
+		}
+		seen += b.Count
+		cdf = append(cdf, [2]float64{float64(b.To) / 1e3, float64(seen) / float64(total)})
+	}
+	return cdf
+}
+
 // clientDialer returns how the client connects: the kernel's sockets, the
 // kernel's with busy polling and spinning reads, or a ustack instance on
-// the Kernel host's veth end.
-func clientDialer(kind, iface string) (echo.Dialer, func(), error) {
+// the Kernel host's veth end (with the mode its XDP program attached in).
+func clientDialer(kind, iface string) (dial echo.Dialer, closeDial func(), xdpMode string, err error) {
 	nd := &net.Dialer{Timeout: 5 * time.Second}
 	switch kind {
 	case "kernel":
-		return nd.DialContext, func() {}, nil
+		return nd.DialContext, func() {}, "", nil
 	case "busypoll":
 		return func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := nd.DialContext(ctx, network, addr)
@@ -225,7 +249,7 @@ func clientDialer(kind, iface string) (echo.Dialer, func(), error) {
 				return nil, err
 			}
 			return newBusyConn(c)
-		}, func() {}, nil
+		}, func() {}, "", nil
 	case "ustack":
 		s, err := stack.New(stack.Config{
 			Interface: iface,
@@ -233,11 +257,11 @@ func clientDialer(kind, iface string) (echo.Dialer, func(), error) {
 			Poll:      stack.Spin,
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
-		return s.DialContext, func() { s.Close() }, nil
+		return s.DialContext, func() { s.Close() }, s.Stats().AttachMode.String(), nil
 	}
-	return nil, nil, fmt.Errorf("unknown dialer %q", kind)
+	return nil, nil, "", fmt.Errorf("unknown dialer %q", kind)
 }
 
 // busyConn reads by spinning on a non-blocking socket with SO_BUSY_POLL

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,6 +61,7 @@ var allContenders = []contender{
 	// (its connections never open), so it runs with full checksums.
 	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0, true, false},
 	{"floor", "floor", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false},
+	{"floor-asavie", "floor-asavie", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false},
 	// ustack with upstream netstack's hand-offs and immediate ACKs: what
 	// running TCP to completion on the worker and delaying ACKs buy.
 	{Name: "ustack-handoff", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk"}, Upstream: true},
@@ -110,6 +112,10 @@ type result struct {
 	ClientCPU     float64 `json:"client_cpu_s"`
 	ServerCPUPerM float64 `json:"server_cpu_s_per_mreq,omitempty"`
 	ClientCPUPerM float64 `json:"client_cpu_s_per_mreq,omitempty"`
+	// ServerXDP and ClientXDP are the modes the server's and a ustack
+	// client's XDP programs attached in, as they reported them.
+	ServerXDP string `json:"server_xdp_mode,omitempty"`
+	ClientXDP string `json:"client_xdp_mode,omitempty"`
 	// Breakdown is the ustack server's latency breakdown over the measured
 	// window (µs from the request leaving the RX ring to each stage).
 	Breakdown []stageTime `json:"breakdown,omitempty"`
@@ -157,18 +163,19 @@ type report struct {
 }
 
 type machine struct {
-	CPUs      int    `json:"cpus"`
-	CPUModel  string `json:"cpu_model"`
-	Kernel    string `json:"kernel"`
-	Go        string `json:"go"`
-	Link      string `json:"link"`
+	CPUs     int    `json:"cpus"`
+	CPUModel string `json:"cpu_model"`
+	Kernel   string `json:"kernel"`
+	Go       string `json:"go"`
+	Link     string `json:"link"`
+	// XDPMode lists the attach modes the contenders reported.
 	XDPMode   string `json:"xdp_mode"`
 	SocketMod string `json:"af_xdp_mode"`
 }
 
 func describeMachine() machine {
 	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), Link: "veth pair between two network namespaces, MTU 1500",
-		XDPMode: "native", SocketMod: "copy (veth has no zero-copy)"}
+		SocketMod: "copy (veth has no zero-copy)"}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
@@ -305,6 +312,8 @@ type child struct {
 	stdout *bufio.Reader
 	stderr *bytes.Buffer
 	done   chan error
+	// xdpMode is what a server reported after READY.
+	xdpMode string
 }
 
 func spawn(exe string, h *vethtest.Host, env []string, role string, args ...string) (*child, error) {
@@ -374,8 +383,12 @@ func startServerChild(exe string, pair *vethtest.Pair, c contender) (*child, err
 		return nil, err
 	}
 	line, err := ch.readLine(30 * time.Second)
-	if err == nil && line != "READY" {
-		err = fmt.Errorf("unexpected %q", line)
+	if err == nil {
+		if mode, ok := strings.CutPrefix(line, "READY"); ok {
+			ch.xdpMode = strings.TrimSpace(mode)
+		} else {
+			err = fmt.Errorf("unexpected %q", line)
+		}
 	}
 	if err != nil {
 		ch.stop()
@@ -438,6 +451,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			}
 			cl.stop()
 			m.Count, m.Seconds, m.Bytes, m.RTT, m.CDF = cr.Count, cr.Seconds, cr.Bytes, cr.RTT, cr.CDF
+			m.ServerXDP, m.ClientXDP = srv.xdpMode, cr.XDPMode
 			if m.Seconds > 0 {
 				switch m.Workload {
 				case "pingpong", "rate":
@@ -477,6 +491,36 @@ func (r *report) finish() {
 	for _, k := range order {
 		r.Medians = append(r.Medians, median(groups[k]))
 	}
+	r.Machine.XDPMode = xdpModes(r.Results)
+}
+
+// xdpModes summarises the attach modes the contenders reported: one mode,
+// or each contender's when they differ (a generic fallback).
+func xdpModes(rs []result) string {
+	modes := map[string][]string{}
+	var order []string
+	for _, x := range rs {
+		for _, m := range []string{x.ServerXDP, x.ClientXDP} {
+			if m == "" || slices.Contains(modes[m], x.Contender) {
+				continue
+			}
+			if len(modes[m]) == 0 {
+				order = append(order, m)
+			}
+			modes[m] = append(modes[m], x.Contender)
+		}
+	}
+	switch len(order) {
+	case 0:
+		return "none"
+	case 1:
+		return order[0]
+	}
+	var parts []string
+	for _, m := range order {
+		parts = append(parts, m+" ("+strings.Join(modes[m], ", ")+")")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // median returns the run whose primary figure (p50, requests/s or

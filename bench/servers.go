@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
+	"github.com/ustack-dev/ustack/bench/internal/asavie"
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/internal/reflector"
@@ -31,20 +33,21 @@ var servedStack *stack.Stack
 
 // startServer starts the echo server (on port) and discard server (on
 // port+1) of a contender in the current namespace and returns a function
-// that stops them and releases everything.
-func startServer(contender, iface, poll string, port uint16, upstream bool) (func(), error) {
+// that stops them and releases everything, and the mode the XDP program
+// was attached in ("" for the kernel contenders, which attach none).
+func startServer(contender, iface, poll string, port uint16, upstream bool) (stop func(), xdpMode string, err error) {
 	kernelAddr := netip.AddrPortFrom(vethtest.UstackHostIPv4, port)
 	ustackAddr := netip.AddrPortFrom(vethtest.UstackIPv4, port)
 	switch contender {
 	case "kernel", "kernel-busypoll":
 		ln, err := net.Listen("tcp", kernelAddr.String())
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		dln, err := net.Listen("tcp", netip.AddrPortFrom(kernelAddr.Addr(), port+1).String())
 		if err != nil {
 			ln.Close()
-			return nil, err
+			return nil, "", err
 		}
 		if contender == "kernel" {
 			go echo.ServeTCP(ln)
@@ -53,11 +56,11 @@ func startServer(contender, iface, poll string, port uint16, upstream bool) (fun
 			go serveBusyPoll(ln, false)
 			go serveBusyPoll(dln, true)
 		}
-		return func() { ln.Close(); dln.Close() }, nil
+		return func() { ln.Close(); dln.Close() }, "", nil
 	case "ustack":
 		p, err := stack.ParsePollPolicy(poll)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		cfg := stack.Config{
 			Interface: iface,
@@ -70,29 +73,34 @@ func startServer(contender, iface, poll string, port uint16, upstream bool) (fun
 		}
 		s, err := stack.New(cfg)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		servedStack = s
 		ln, err := s.Listen("tcp", ustackAddr.String())
 		if err != nil {
 			s.Close()
-			return nil, err
+			return nil, "", err
 		}
 		dln, err := s.Listen("tcp", netip.AddrPortFrom(ustackAddr.Addr(), port+1).String())
 		if err != nil {
 			ln.Close()
 			s.Close()
-			return nil, err
+			return nil, "", err
 		}
 		go echo.ServeTCP(ln)
 		go echo.ServeDiscard(dln)
-		return func() { ln.Close(); dln.Close(); s.Close() }, nil
+		return func() { ln.Close(); dln.Close(); s.Close() }, s.Stats().AttachMode.String(), nil
 	case "gvisor-xdp":
-		return startGVisorXDP(iface, ustackAddr)
+		stop, err := startGVisorXDP(iface, ustackAddr)
+		return stop, bpf.AttachNative.String(), err
 	case "floor":
-		return startFloor(iface, port)
+		stop, err := startFloor(iface, port)
+		return stop, bpf.AttachNative.String(), err
+	case "floor-asavie":
+		stop, err := startFloorAsavie(iface, port)
+		return stop, bpf.AttachNative.String(), err
 	}
-	return nil, fmt.Errorf("unknown contender %q", contender)
+	return nil, "", fmt.Errorf("unknown contender %q", contender)
 }
 
 // startGVisorXDP runs gVisor's netstack over gVisor's own AF_XDP link
@@ -192,7 +200,7 @@ func startFloor(iface string, port uint16) (_ func(), err error) {
 	if err := prog.OwnPort(vethtest.UstackIPv4, bpf.UDP, port); err != nil {
 		return nil, err
 	}
-	r := &reflector.Reflector{Sock: sock, MAC: link.Attrs().HardwareAddr, IP: vethtest.UstackIPv4.As4(), Spin: true}
+	r := &reflector.Reflector{Sock: sock, Responder: reflector.Responder{MAC: link.Attrs().HardwareAddr, IP: vethtest.UstackIPv4.As4()}, Spin: true}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -200,6 +208,43 @@ func startFloor(iface string, port uint16) (_ func(), err error) {
 		r.Run(stop, 24*3600e9)
 	}()
 	// Stop the reflector before the socket closes.
+	u.add(func() { close(stop); <-done })
+	return u.run, nil
+}
+
+// startFloorAsavie runs the same reflector over github.com/asavie/xdp's
+// socket instead of ustack's xsk, steered by the same program.
+func startFloorAsavie(iface string, port uint16) (_ func(), err error) {
+	link, prog, u, err := attachSteering(iface)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			u.run()
+		}
+	}()
+	f, err := asavie.Open(link.Attrs().Index, 0)
+	if err != nil {
+		return nil, err
+	}
+	u.add(func() { f.Close() })
+	if err := prog.SetSocket(0, f.FD()); err != nil {
+		return nil, err
+	}
+	if err := prog.Own(vethtest.UstackIPv4, bpf.OwnNeigh); err != nil {
+		return nil, err
+	}
+	if err := prog.OwnPort(vethtest.UstackIPv4, bpf.UDP, port); err != nil {
+		return nil, err
+	}
+	f.MAC, f.IP, f.Spin = link.Attrs().HardwareAddr, vethtest.UstackIPv4.As4(), true
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.Run(stop, 24*time.Hour)
+	}()
 	u.add(func() { close(stop); <-done })
 	return u.run, nil
 }

@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -12,12 +13,15 @@ import (
 )
 
 // Program is the loaded steering program with its maps. It is safe for
-// concurrent use: the map updates are single syscalls.
+// concurrent use: the map updates are single syscalls, and mu serializes
+// attaching and detaching.
 type Program struct {
-	objs    ustackObjects
-	link    link.Link
-	ifindex int
-	mode    AttachMode
+	objs ustackObjects
+
+	mu      sync.Mutex
+	link    link.Link  // guarded by mu
+	ifindex int        // guarded by mu
+	mode    AttachMode // guarded by mu
 }
 
 // Load loads the program and its maps into the kernel. It needs CAP_BPF
@@ -44,6 +48,8 @@ func Load() (*Program, error) {
 // example by a killed process of an older version) is replaced; any other
 // program is left alone and ErrForeignProgram returned.
 func (p *Program) Attach(ifindex int, mode AttachMode) (AttachMode, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.link != nil {
 		return p.mode, fmt.Errorf("attach to ifindex %d: already attached to ifindex %d", ifindex, p.ifindex)
 	}
@@ -130,6 +136,8 @@ func removeStale(ifindex int) error {
 
 // Detach removes the program from its interface. The maps stay usable.
 func (p *Program) Detach() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.link == nil {
 		return nil
 	}
@@ -142,7 +150,11 @@ func (p *Program) Detach() error {
 }
 
 // Mode returns the mode of the current attachment.
-func (p *Program) Mode() AttachMode { return p.mode }
+func (p *Program) Mode() AttachMode {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode
+}
 
 // ID returns the kernel's id of the loaded program.
 func (p *Program) ID() (ebpf.ProgramID, error) {

@@ -3,6 +3,8 @@ package bpf
 import (
 	"errors"
 	"fmt"
+
+	"github.com/ustack-dev/ustack/internal/limits"
 )
 
 // ErrNotSupported is returned on systems without XDP (anything but Linux).
@@ -13,8 +15,8 @@ var ErrNotSupported = errors.New("XDP is only supported on Linux")
 const ProgramName = "ustack_xdp"
 
 // MaxQueues is the number of XSKMAP slots: queues 0..MaxQueues-1 can have
-// a socket.
-const MaxQueues = 64
+// a socket. TestMapSizesMatchGo checks xdp.c's MAX_QUEUES against it.
+const MaxQueues = limits.MaxQueues
 
 // ErrForeignProgram is returned by Attach when the interface already runs
 // an XDP program that is not ustack's.

@@ -12,16 +12,16 @@
 
 char __license[] SEC("license") = "Dual MIT/GPL";
 
-#define MAX_QUEUES 64
+#define MAX_QUEUES 64 // bpf.MaxQueues; TestMapSizesMatchGo checks it
 
-// Flags of an owned address (values of owned_addrs). Keep in sync with
-// OwnFlags in owned.go.
+// Flags of an owned address (values of owned_addrs): OwnFlags in types.go,
+// exercised against a Go reference by TestPrivilegedRunMatchesReference.
 #define OWN_ALL   (1 << 0) // every IP packet to the address
 #define OWN_NEIGH (1 << 1) // ARP for it, NDP solicitations for it, adverts to it
 #define OWN_ICMP  (1 << 2) // ICMP and ICMPv6 (non-NDP) to it
 #define OWN_FRAGS (1 << 3) // IP fragments to it
 
-// Counter slots. Keep in sync with the Reason constants in counters.go.
+// Counter slots: Reason in types.go (TestMapSizesMatchGo, RunMatchesReference).
 enum reason {
 	R_PASS_NOT_IP = 0,  // neither IPv4, IPv6 nor ARP (includes VLAN-tagged)
 	R_PASS_MALFORMED,   // truncated or invalid headers

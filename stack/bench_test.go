@@ -1,18 +1,14 @@
 package stack
 
 import (
-	"encoding/binary"
 	"io"
 	"net"
 	"net/netip"
 	"testing"
 	"time"
 
-	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/buffer"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
-	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
-	"github.com/ustack-dev/ustack/xsk"
 )
 
 // BenchmarkMemPingPong measures a 64-byte TCP round trip between two
@@ -66,50 +62,61 @@ func (d *nopDispatcher) DeliverNetworkPacket(tcpip.NetworkProtocolNumber, *gstac
 }
 func (d *nopDispatcher) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *gstack.PacketBuffer) {}
 
-// BenchmarkEndpointRxTx pushes batches of 64 frames through the endpoint's
-// RX path (receive, copy into a netstack buffer, deliver, recycle) and its
-// TX path (copy each packet into a frame, enqueue), over the memory wire.
-// It reports 0 allocs/op: ustack's own per-packet code allocates nothing
-// (TestMemRequestAllocs holds the whole request path to that).
-func BenchmarkEndpointRxTx(b *testing.B) {
+// rxTxRound returns a function that pushes one batch of 64 frames
+// through the endpoint's TX path (copy each packet into a frame, enqueue)
+// and its RX path (receive, copy into a netstack buffer, deliver,
+// recycle) over the memory wire, and reports how many frames made it.
+func rxTxRound(tb testing.TB) func() int {
 	pa, pb, err := newMemWire(1024, 2048)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	cfg := Config{}
-	cfg.fill()
+	cfg.setDefaults()
 	rx := newEndpoint([]port{pb}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 2}}, &cfg)
 	tx := newEndpoint([]port{pa}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 1}}, &cfg)
-	d := &nopDispatcher{}
-	rx.dispatcher = d // no workers: the benchmark drives RX itself
-
-	// A batch of 64 UDP-sized packets for the TX side.
-	var pkts gstack.PacketBufferList
-	for i := 0; i < batchSize; i++ {
-		payload := make([]byte, 64)
-		pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{ReserveHeaderBytes: 14 + 20 + 8, Payload: buffer.MakeWithData(payload)})
-		h := pkt.NetworkHeader().Push(20)
-		binary.BigEndian.PutUint16(h[2:], 92)
-		eth := header.Ethernet(pkt.LinkHeader().Push(14))
-		eth.Encode(&header.EthernetFields{Type: header.IPv4ProtocolNumber})
-		pkts.PushBack(pkt)
-	}
-	defer pkts.DecRef()
+	rx.dispatcher = &nopDispatcher{} // no workers: the caller drives RX
+	pkts := udpBatch(batchSize)
+	tb.Cleanup(func() { pkts.DecRef() })
 	q := rx.queues[0]
-	b.ReportAllocs()
-	b.SetBytes(batchSize * (14 + 20 + 64))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	return func() int {
 		if n, err := tx.WritePackets(pkts); err != nil || n != batchSize {
-			b.Fatalf("wrote %d: %v", n, err)
+			tb.Fatalf("wrote %d: %v", n, err)
 		}
 		n := q.p.Receive(q.rxDescs[:])
 		rx.deliver(q, q.rxDescs[:n])
 		q.p.Recycle(q.rxDescs[:n])
-		if n != batchSize {
+		return n
+	}
+}
+
+// BenchmarkEndpointRxTx measures rxTxRound; TestEndpointRxTxAllocates
+// Nothing holds it to 0 allocs/op.
+func BenchmarkEndpointRxTx(b *testing.B) {
+	round := rxTxRound(b)
+	b.ReportAllocs()
+	b.SetBytes(batchSize * (14 + 20 + 64))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if n := round(); n != batchSize {
 			b.Fatalf("received %d", n)
 		}
 	}
 	b.ReportMetric(float64(b.N*batchSize)/b.Elapsed().Seconds()/1e6, "Mpps")
-	_ = xsk.Desc{}
+}
+
+// TestEndpointRxTxAllocatesNothing: ustack's own per-packet code
+// allocates nothing. netstack's pooled buffers are warmed up first.
+func TestEndpointRxTxAllocatesNothing(t *testing.T) {
+	round := rxTxRound(t)
+	for i := 0; i < 10; i++ {
+		round()
+	}
+	if a := testing.AllocsPerRun(200, func() {
+		if n := round(); n != batchSize {
+			t.Fatalf("received %d", n)
+		}
+	}); a != 0 {
+		t.Errorf("%.1f allocations per batch of %d, want 0", a, batchSize)
+	}
 }

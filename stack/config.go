@@ -6,6 +6,8 @@ import (
 	"log"
 	"net/netip"
 	"time"
+
+	"github.com/ustack-dev/ustack/internal/limits"
 )
 
 // ErrConfig reports an invalid Config.
@@ -17,6 +19,11 @@ var ErrPermission = errors.New("ustack needs root or CAP_NET_ADMIN+CAP_NET_RAW+C
 
 // ErrNotSupported is returned by New on systems without AF_XDP.
 var ErrNotSupported = errors.New("ustack needs Linux (AF_XDP and XDP)")
+
+// ErrAddress reports an address a Dial or Listen cannot use: a host name
+// (ustack does no name resolution), or a dial address without an IP or
+// port.
+var ErrAddress = errors.New("unusable address")
 
 // ErrClosed is returned by operations on a closed Stack.
 var ErrClosed = errors.New("stack closed")
@@ -123,7 +130,7 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
-func (c *Config) fill() {
+func (c *Config) setDefaults() {
 	if c.Queues == 0 {
 		c.Queues = 1
 	}
@@ -174,8 +181,8 @@ func (c *Config) validate() error {
 	if c.Gateway4.IsValid() && !c.Gateway4.Is4() || c.Gateway6.IsValid() && !c.Gateway6.Is6() {
 		return fmt.Errorf("%w: gateway family mismatch", ErrConfig)
 	}
-	if c.Queues < 1 || c.Queues > 64 {
-		return fmt.Errorf("%w: queues %d outside [1, 64]", ErrConfig, c.Queues)
+	if c.Queues < 1 || c.Queues > limits.MaxQueues {
+		return fmt.Errorf("%w: queues %d outside [1, %d]", ErrConfig, c.Queues, limits.MaxQueues)
 	}
 	if c.Poll < Adaptive || c.Poll > Blocking {
 		return fmt.Errorf("%w: unknown poll policy %v", ErrConfig, c.Poll)

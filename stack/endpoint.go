@@ -268,9 +268,7 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 		// A full batch is waiting: send it now rather than after the
 		// worker's next turn.
 		q.kickWanted.Store(false)
-		if err := q.kick(); err != nil {
-			return 0, &tcpip.ErrClosedForSend{}
-		}
+		q.kickQueued()
 	case q.spinning.Load():
 		// The spinning worker kicks at the top of its next loop, once
 		// for everything writers queued meanwhile: after a delivery it
@@ -279,9 +277,7 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 		q.kickWanted.Store(true)
 		q.kickIfWorkerStopped()
 	default:
-		if err := q.kick(); err != nil {
-			return 0, &tcpip.ErrClosedForSend{}
-		}
+		q.kickQueued()
 	}
 	q.txPackets.Add(uint64(sent))
 	if sent == 0 {
@@ -290,6 +286,12 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 	}
 	return sent, nil
 }
+
+// kickQueued kicks for packets WritePackets has already put on the TX
+// ring. A failed kick does not unsend them: they stay queued for the next
+// kick (the worker's, or the next writer's), so it is not reported to
+// netstack, which would otherwise count queued packets as lost.
+func (q *queue) kickQueued() { _ = q.kick() }
 
 // writeBatch copies up to batchSize packets into frames, enqueues them,
 // and returns how many of pkts it consumed (queued, or dropped as
@@ -371,8 +373,9 @@ func (e *endpoint) loadDispatcher() gstack.NetworkDispatcher {
 func (e *endpoint) worker(i int, q *queue) {
 	defer e.wg.Done()
 	if e.pin {
+		// Never unlocked: the pinned thread exits with the worker
+		// instead of going back to the scheduler with its affinity.
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
 		pinToCPU(i % runtime.NumCPU())
 	}
 	var idleSince time.Time

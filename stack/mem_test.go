@@ -11,11 +11,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ustack-dev/ustack/bpf"
 	echosrv "github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/vethtest"
 	"github.com/ustack-dev/ustack/xsk"
@@ -43,7 +45,7 @@ type fakeOwner struct {
 	ports map[portKey]bool
 }
 
-func (f *fakeOwner) OwnPort(a netip.Addr, proto uint8, port uint16) error {
+func (f *fakeOwner) OwnPort(a netip.Addr, proto bpf.Protocol, port uint16) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	k := portKey{a, proto, port}
@@ -54,7 +56,7 @@ func (f *fakeOwner) OwnPort(a netip.Addr, proto uint8, port uint16) error {
 	return nil
 }
 
-func (f *fakeOwner) DisownPort(a netip.Addr, proto uint8, port uint16) error {
+func (f *fakeOwner) DisownPort(a netip.Addr, proto bpf.Protocol, port uint16) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.ports, portKey{a, proto, port})
@@ -97,7 +99,7 @@ func newMemPairWith(t testing.TB, poll PollPolicy, cfgB func(*Config)) *memPair 
 		if p == pb && cfgB != nil {
 			cfgB(&cfg)
 		}
-		cfg.fill()
+		cfg.setDefaults()
 		if err := cfg.validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -344,7 +346,7 @@ func TestMemPortsFollowSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	echo(t, ln)
-	if !mp.ownB.has(portKey{memB4.Addr(), protoTCP, 8080}) {
+	if !mp.ownB.has(portKey{memB4.Addr(), bpf.TCP, 8080}) {
 		t.Fatalf("listening port not owned: %v", mp.ownB.ports)
 	}
 	c, err := mp.a.Dial("tcp4", "198.18.1.2:8080")
@@ -352,7 +354,7 @@ func TestMemPortsFollowSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := c.LocalAddr().(*net.TCPAddr).AddrPort()
-	if !mp.ownA.has(portKey{memA4.Addr(), protoTCP, local.Port()}) {
+	if !mp.ownA.has(portKey{memA4.Addr(), bpf.TCP, local.Port()}) {
 		t.Fatalf("dialing port %d not owned: %v", local.Port(), mp.ownA.ports)
 	}
 	c.Write([]byte("x"))
@@ -374,26 +376,34 @@ func TestMemPortsFollowSockets(t *testing.T) {
 
 func TestMemBadInput(t *testing.T) {
 	mp := newMemPair(t, Adaptive)
-	for _, c := range []struct{ network, addr string }{
-		{"tcp", "example.com:80"},
-		{"tcp", "198.18.1.2"},
-		{"tcp", "198.18.1.2:99999"},
-		{"sctp", "198.18.1.2:80"},
-		{"tcp", "198.18.1.2:0"},
+	var addrErr *net.AddrError
+	var netErr net.UnknownNetworkError
+	for _, c := range []struct {
+		network, addr string
+		is            func(error) bool
+	}{
+		{"tcp", "example.com:80", func(err error) bool { return errors.Is(err, ErrAddress) }},
+		{"tcp", "198.18.1.2", func(err error) bool { return errors.As(err, &addrErr) }}, // no port
+		{"tcp", "198.18.1.2:99999", func(err error) bool { return errors.Is(err, strconv.ErrRange) }},
+		{"sctp", "198.18.1.2:80", func(err error) bool { return errors.As(err, &netErr) }},
+		{"tcp", "198.18.1.2:0", func(err error) bool { return errors.Is(err, ErrAddress) }},
 	} {
-		if conn, err := mp.a.Dial(c.network, c.addr); err == nil {
+		conn, err := mp.a.Dial(c.network, c.addr)
+		if err == nil {
 			conn.Close()
-			t.Errorf("Dial(%q, %q) succeeded", c.network, c.addr)
+		}
+		if !c.is(err) {
+			t.Errorf("Dial(%q, %q) = %v, not the expected error", c.network, c.addr, err)
 		}
 	}
-	if _, err := mp.a.Listen("tcp", "198.18.9.9:80"); err == nil {
-		t.Error("listen on a foreign address succeeded")
+	if _, err := mp.a.Listen("tcp", "198.18.9.9:80"); !errors.Is(err, syscall.EADDRNOTAVAIL) {
+		t.Errorf("listen on a foreign address: %v, want EADDRNOTAVAIL", err)
 	}
-	if _, err := mp.a.Listen("udp", ":80"); err == nil {
-		t.Error("Listen with udp succeeded")
+	if _, err := mp.a.Listen("udp", ":80"); !errors.As(err, &netErr) {
+		t.Errorf("Listen with udp: %v, want UnknownNetworkError", err)
 	}
-	if _, err := mp.a.ListenPacket("tcp", ":80"); err == nil {
-		t.Error("ListenPacket with tcp succeeded")
+	if _, err := mp.a.ListenPacket("tcp", ":80"); !errors.As(err, &netErr) {
+		t.Errorf("ListenPacket with tcp: %v, want UnknownNetworkError", err)
 	}
 	ln, err := mp.b.Listen("tcp", ":81")
 	if err != nil {
@@ -446,7 +456,7 @@ func TestConfigValidate(t *testing.T) {
 		{Addrs: []netip.Prefix{good}, Poll: PollPolicy(9)},
 		{Addrs: []netip.Prefix{good}, Gateway4: netip.MustParseAddr("2001:2::1")},
 	} {
-		c.fill()
+		c.setDefaults()
 		if err := c.validate(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: %v, want ErrConfig", c, err)
 		}

@@ -3,50 +3,39 @@ package stack
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/xsk"
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
-
-// bpfOwner adapts bpf.Program to portOwner.
-type bpfOwner struct{ p *bpf.Program }
-
-func (o bpfOwner) OwnPort(a netip.Addr, proto uint8, port uint16) error {
-	return o.p.OwnPort(a, bpf.Protocol(proto), port)
-}
-
-func (o bpfOwner) DisownPort(a netip.Addr, proto uint8, port uint16) error {
-	return o.p.DisownPort(a, bpf.Protocol(proto), port)
-}
 
 // New attaches ustack to cfg.Interface (in the calling thread's network
 // namespace): it loads and attaches the XDP steering program, opens one
 // AF_XDP socket per queue on a shared UMEM, starts the workers and brings
 // up netstack with cfg.Addrs. On failure it undoes everything it did.
 func New(cfg Config) (_ *Stack, err error) {
-	cfg.fill()
+	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Interface == "" {
 		return nil, fmt.Errorf("%w: no interface", ErrConfig)
 	}
-	link, lerr := netlink.LinkByName(cfg.Interface)
-	if lerr != nil {
-		return nil, fmt.Errorf("%w: interface %q: %w", ErrConfig, cfg.Interface, xsk.ErrNoInterface)
+	ifc, err := xsk.LookupInterface(cfg.Interface)
+	if err != nil {
+		if errors.Is(err, xsk.ErrNoInterface) {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		return nil, err
 	}
-	attrs := link.Attrs()
-	if nq := attrs.NumRxQueues; nq > 0 && cfg.Queues > nq {
+	if nq := ifc.RxQueues; nq > 0 && cfg.Queues > nq {
 		return nil, fmt.Errorf("%w: %d queues requested, %s has %d", ErrConfig, cfg.Queues, cfg.Interface, nq)
 	}
-	mtu := uint32(attrs.MTU)
+	mtu := uint32(ifc.MTU)
 	if maxMTU := cfg.FrameSize - unix.XDP_PACKET_HEADROOM - ethHeaderLen; mtu > maxMTU {
 		return nil, fmt.Errorf("%w: %s has MTU %d, frames of %d bytes hold at most %d", ErrConfig, cfg.Interface, mtu, cfg.FrameSize, maxMTU)
 	}
-	if len(attrs.HardwareAddr) != 6 {
+	if len(ifc.MAC) != 6 {
 		return nil, fmt.Errorf("%w: %s has no Ethernet address", ErrConfig, cfg.Interface)
 	}
 	var undo []func() error
@@ -69,7 +58,7 @@ func New(cfg Config) (_ *Stack, err error) {
 	if cfg.ForceGenericXDP {
 		mode = bpf.AttachGeneric
 	}
-	got, err := prog.Attach(attrs.Index, mode)
+	got, err := prog.Attach(ifc.Index, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -92,11 +81,7 @@ func New(cfg Config) (_ *Stack, err error) {
 		if err != nil {
 			return nil, err
 		}
-		p, err := newXSKPort(sock)
-		if err != nil {
-			sock.Close()
-			return nil, err
-		}
+		p := newXSKPort(sock)
 		undo = append(undo, p.Close)
 		if err := prog.SetSocket(q, sock.FD()); err != nil {
 			return nil, err
@@ -110,12 +95,12 @@ func New(cfg Config) (_ *Stack, err error) {
 	}
 	// A veth peer is the local kernel, which hands over TCP and UDP with
 	// checksums left for offload unless its TX checksum offload is off.
-	info := linkInfo{mtu: mtu, mac: attrs.HardwareAddr, partialChecksums: link.Type() == "veth"}
-	s, err := newStack(cfg, ports, info, bpfOwner{prog})
+	info := linkInfo{mtu: mtu, mac: ifc.MAC, partialChecksums: ifc.Kind == "veth"}
+	s, err := newStack(cfg, ports, info, prog)
 	if err != nil {
 		return nil, err
 	}
-	s.prog, s.socks = prog, ports
+	s.prog = prog
 	s.teardown = undo
 	return s, nil
 }

@@ -7,13 +7,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 )
 
 type portKey struct {
 	addr  netip.Addr
-	proto uint8
+	proto bpf.Protocol
 	port  uint16
 }
 

@@ -187,7 +187,7 @@ func newScriptPeer(t testing.TB, o scriptOptions) *scriptPeer {
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
-	cfg.fill()
+	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,15 +2,16 @@ package stack
 
 import (
 	"context"
-
 	"errors"
 	"fmt"
-	"github.com/ustack-dev/ustack/bpf"
 	"net"
 	"net/netip"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/ustack-dev/ustack/bpf"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/adapters/gonet"
@@ -27,18 +28,15 @@ import (
 
 const nicID tcpip.NICID = 1
 
-// Protocol numbers the port owner deals in (as in bpf.TCP and bpf.UDP).
-const (
-	protoTCP uint8 = 6
-	protoUDP uint8 = 17
-)
-
 // portOwner is told which (address, protocol, port) ustack sockets use, so
-// the steering program sends their traffic to ustack. bpf.Program is one.
+// the steering program sends their traffic to ustack. *bpf.Program
+// satisfies it; tests use a fake.
 type portOwner interface {
-	OwnPort(addr netip.Addr, proto uint8, port uint16) error
-	DisownPort(addr netip.Addr, proto uint8, port uint16) error
+	OwnPort(addr netip.Addr, proto bpf.Protocol, port uint16) error
+	DisownPort(addr netip.Addr, proto bpf.Protocol, port uint16) error
 }
+
+var _ portOwner = (*bpf.Program)(nil)
 
 // Stack is a netstack instance over AF_XDP (or, in tests, a memory wire).
 // Its methods are safe for concurrent use.
@@ -54,8 +52,7 @@ type Stack struct {
 	teardown []func() error // run in reverse by Close, after netstack's own
 
 	// Set over AF_XDP only.
-	prog  *bpf.Program
-	socks []port
+	prog *bpf.Program
 }
 
 // linkInfo is what ustack knows of the link it runs on.
@@ -205,7 +202,7 @@ func parseHostPort(network, address string) (netip.AddrPort, error) {
 	switch network {
 	case "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6":
 	default:
-		return netip.AddrPort{}, fmt.Errorf("network %q not supported (want tcp, tcp4, tcp6, udp, udp4 or udp6)", network)
+		return netip.AddrPort{}, net.UnknownNetworkError(network)
 	}
 	host, portStr, err := net.SplitHostPort(address)
 	if err != nil {
@@ -220,7 +217,7 @@ func parseHostPort(network, address string) (netip.AddrPort, error) {
 	}
 	a, err := netip.ParseAddr(host)
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("host %q is not an IP address (ustack does no name resolution)", host)
+		return netip.AddrPort{}, fmt.Errorf("%w: host %q is not an IP address (ustack does no name resolution)", ErrAddress, host)
 	}
 	return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
 }
@@ -268,13 +265,13 @@ func (s *Stack) bind(op, network, address string, transport tcpip.TransportProto
 	if s.isClosed() {
 		return nil, nil, nil, opError(op, network, nil, ErrClosed)
 	}
-	kind, proto := "tcp", protoTCP
+	kind, proto := "tcp", bpf.TCP
 	if transport == udp.ProtocolNumber {
-		kind, proto = "udp", protoUDP
+		kind, proto = "udp", bpf.UDP
 	}
 	ap, err := parseHostPort(network, address)
 	if err == nil && network[:3] != kind {
-		err = fmt.Errorf("network %q is not a %s network", network, kind)
+		err = net.UnknownNetworkError(network)
 	}
 	if err != nil {
 		return nil, nil, nil, opError(op, network, nil, err)
@@ -284,7 +281,7 @@ func (s *Stack) bind(op, network, address string, transport tcpip.TransportProto
 	bindAddr := ap.Addr()
 	if bindAddr.IsValid() && !bindAddr.IsUnspecified() {
 		if !s.owns(bindAddr) {
-			return nil, nil, nil, opError(op, network, nil, fmt.Errorf("%v is not an address of this stack", bindAddr))
+			return nil, nil, nil, opError(op, network, nil, fmt.Errorf("%v is not an address of this stack: %w", bindAddr, syscall.EADDRNOTAVAIL))
 		}
 		covered = []netip.Addr{bindAddr}
 	} else {
@@ -356,7 +353,7 @@ func (s *Stack) DialContext(ctx context.Context, network, address string) (net.C
 		return nil, opError("dial", network, nil, err)
 	}
 	if !ap.Addr().IsValid() || ap.Addr().IsUnspecified() || ap.Port() == 0 {
-		return nil, opError("dial", network, nil, fmt.Errorf("address %q needs an IP and a port", address))
+		return nil, opError("dial", network, nil, fmt.Errorf("%w: %q needs an IP and a port", ErrAddress, address))
 	}
 	local, err := s.localFor(network, ap.Addr())
 	if err != nil {

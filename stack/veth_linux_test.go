@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +22,7 @@ import (
 	"github.com/ustack-dev/ustack/bpf"
 	echosrv "github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/vethtest"
+	"github.com/ustack-dev/ustack/xsk"
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -444,10 +449,58 @@ func TestPrivilegedHTTP(t *testing.T) {
 	}
 }
 
+// pinnedThreads counts the process's threads whose CPU affinity is one CPU,
+// by that CPU (Cpus_allowed_list in /proc/self/task/*/status).
+func pinnedThreads(t *testing.T) map[int]int {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[int]int{}
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/status")
+		if err != nil {
+			continue // the thread exited
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				if cpu, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+					m[cpu]++
+				}
+			}
+		}
+	}
+	return m
+}
+
 // TestPrivilegedTwoQueues runs two workers, each pinned to a CPU, on a
-// two-queue veth and checks that both carry traffic.
+// two-queue veth and checks that both carry traffic and that threads
+// pinned to worker i's CPU appeared.
 func TestPrivilegedTwoQueues(t *testing.T) {
+	before := pinnedThreads(t)
 	p, s := newVethStack(t, vethtest.Options{Queues: 2}, Config{Queues: 2, Pin: true})
+	// Worker i pins itself to CPU i mod NumCPU once it starts.
+	want := map[int]int{}
+	for q := 0; q < 2; q++ {
+		want[q%runtime.NumCPU()]++
+	}
+	pinned := func() (map[int]int, bool) {
+		after := pinnedThreads(t)
+		for cpu, n := range want {
+			if after[cpu] < before[cpu]+n {
+				return after, false
+			}
+		}
+		return after, true
+	}
+	after, ok := pinned()
+	for deadline := time.Now().Add(5 * time.Second); !ok && time.Now().Before(deadline); after, ok = pinned() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !ok {
+		t.Errorf("threads pinned per CPU: %v before New, %v after; the workers should add %v", before, after, want)
+	}
 	ln, err := s.Listen("tcp", ":9002")
 	if err != nil {
 		t.Fatal(err)
@@ -472,20 +525,31 @@ func TestPrivilegedTwoQueues(t *testing.T) {
 
 func TestPrivilegedNewRejectsMisconfiguration(t *testing.T) {
 	p := vethtest.NewT(t, vethtest.Options{})
-	for _, c := range []Config{
-		{Interface: "nonexistent0", Addrs: []netip.Prefix{ustack4}},
-		{Interface: p.Ustack.Link, Addrs: []netip.Prefix{ustack4}, Queues: 2}, // one-queue veth
-		{Interface: p.Ustack.Link},
+	for _, c := range []struct {
+		cfg  Config
+		want []error // all must match
+		msg  string  // and the message must say this
+	}{
+		// The netlink error is kept, not only the sentinel.
+		{Config{Interface: "nonexistent0", Addrs: []netip.Prefix{ustack4}}, []error{ErrConfig, xsk.ErrNoInterface}, "Link not found"},
+		{Config{Interface: p.Ustack.Link, Addrs: []netip.Prefix{ustack4}, Queues: 2}, []error{ErrConfig}, "2 queues requested"}, // one-queue veth
+		{Config{Interface: p.Ustack.Link}, []error{ErrConfig}, "no addresses"},
+		{Config{Addrs: []netip.Prefix{ustack4}}, []error{ErrConfig}, "no interface"},
 	} {
 		err := p.Ustack.Do(func() error {
-			s, err := New(c)
+			s, err := New(c.cfg)
 			if err == nil {
 				s.Close()
 			}
 			return err
 		})
-		if err == nil {
-			t.Errorf("New(%+v) succeeded", c)
+		for _, w := range c.want {
+			if !errors.Is(err, w) {
+				t.Errorf("New(%+v) = %v, want %v", c.cfg, err, w)
+			}
+		}
+		if err != nil && !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("New(%+v) = %v, want it to say %q", c.cfg, err, c.msg)
 		}
 	}
 }

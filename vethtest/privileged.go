@@ -2,18 +2,36 @@ package vethtest
 
 import (
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 )
 
-// Privileged skips t unless it runs as root, except under CI=true, where a
-// privileged test that would skip fails instead: CI must run them.
+// Privileged skips t unless it runs as root, except under CI (the CI
+// environment variable set to a true value: true, 1, yes, on, in any
+// case), where a privileged test that would skip fails instead: CI must
+// run them.
 func Privileged(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() == 0 {
 		return
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("privileged test would skip under CI=true: needs root (euid %d)", os.Geteuid())
+	if ci := os.Getenv("CI"); isTrue(ci) {
+		t.Fatalf("privileged test would skip under CI=%s: needs root (euid %d)", ci, os.Geteuid())
 	}
 	t.Skipf("needs root (euid %d)", os.Geteuid())
+}
+
+// isTrue reports whether an environment value means true, as CI systems
+// set it: anything strconv.ParseBool takes as true, or yes or on.
+func isTrue(v string) bool {
+	v = strings.TrimSpace(v)
+	if b, err := strconv.ParseBool(v); err == nil {
+		return b
+	}
+	switch strings.ToLower(v) {
+	case "yes", "y", "on":
+		return true
+	}
+	return false
 }

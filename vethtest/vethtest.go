@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ustack-dev/ustack/internal/limits"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -32,6 +33,9 @@ var (
 	UstackIPv4 = netip.MustParseAddr("198.18.0.10")
 	UstackIPv6 = netip.MustParseAddr("2001:2::10")
 )
+
+// ErrOptions reports invalid Options.
+var ErrOptions = errors.New("vethtest: invalid options")
 
 // Prefix lengths of the pair's subnets.
 const (
@@ -178,11 +182,11 @@ func New(opts Options) (_ *Pair, err error) {
 	if opts.MTU == 0 {
 		opts.MTU = 1500
 	}
-	if opts.Queues < 1 || opts.Queues > 64 {
-		return nil, fmt.Errorf("vethtest: queues %d outside [1, 64]", opts.Queues)
+	if opts.Queues < 1 || opts.Queues > limits.MaxQueues {
+		return nil, fmt.Errorf("%w: queues %d outside [1, %d]", ErrOptions, opts.Queues, limits.MaxQueues)
 	}
 	if opts.MTU < 1280 || opts.MTU > 65535 {
-		return nil, fmt.Errorf("vethtest: mtu %d outside [1280, 65535] (IPv6 needs 1280)", opts.MTU)
+		return nil, fmt.Errorf("%w: mtu %d outside [1280, 65535] (IPv6 needs 1280)", ErrOptions, opts.MTU)
 	}
 	if runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("vethtest: network namespaces need Linux (this is %s)", runtime.GOOS)

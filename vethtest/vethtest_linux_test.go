@@ -93,9 +93,12 @@ func TestPrivilegedCloseDeletesNamespaces(t *testing.T) {
 
 func TestNewRejectsBadOptions(t *testing.T) {
 	for _, o := range []Options{{Queues: -1}, {Queues: 65}, {MTU: 500}, {MTU: 70000}} {
-		if p, err := New(o); err == nil {
+		p, err := New(o)
+		if err == nil {
 			p.Close()
-			t.Errorf("New(%+v) succeeded", o)
+		}
+		if !errors.Is(err, ErrOptions) {
+			t.Errorf("New(%+v) = %v, want ErrOptions", o, err)
 		}
 	}
 }

@@ -17,9 +17,10 @@
 // A socket's frames are split into an RX pool (fill ring, RX ring, frames
 // between Receive and Recycle) and a TX pool (frames between Alloc and
 // Transmit, TX ring, completion ring). The RX-side methods (Receive,
-// Recycle, Refill, WakeupRx, Poll) may run in one goroutine while the
+// Recycle, Refill, WakeupRx, Wait) may run in one goroutine while the
 // TX-side methods (Alloc, Free, Enqueue, Transmit, Complete) run in
-// another; each side is single-threaded. Kick and Stats are safe anywhere.
+// another; each side is single-threaded. Kick, Interrupt and Stats are safe
+// anywhere.
 // A forwarder that transmits received frames in place drives both sides
 // from one goroutine and returns them with CompleteToFill.
 package xsk

@@ -25,5 +25,5 @@ func Open(*UMEM, Config) (*Socket, error) { return nil, ErrNotSupported }
 // OpenSockets returns 0.
 func OpenSockets() int64 { return 0 }
 
-// InterfaceQueues reports ErrNotSupported.
-func InterfaceQueues(string) (int, error) { return 0, ErrNotSupported }
+// LookupInterface reports ErrNotSupported.
+func LookupInterface(string) (Interface, error) { return Interface{}, ErrNotSupported }

@@ -1,19 +1,21 @@
 package xsk
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/ustack-dev/ustack/ring"
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
 // Socket is an AF_XDP socket bound to one queue of one interface.
 type Socket struct {
 	fd      int
+	efd     int            // eventfd through which Interrupt wakes Wait
+	pollFDs [2]unix.PollFd // RX side only: the socket and efd
 	umem    *UMEM
 	cfg     Config
 	ifindex int
@@ -28,12 +30,9 @@ type Socket struct {
 	// side touches it. txFree holds idle transmit frames; only the TX
 	// side touches it. Both hold frame base addresses.
 	rxFree, txFree []uint64
-	// txOutstanding counts descriptors in the TX ring or awaiting
-	// completion.
-	txOutstanding uint32
-	zeroCopy      bool
-	needWakeup    bool
-	frameMask     uint64
+	zeroCopy       bool
+	needWakeup     bool
+	frameMask      uint64
 
 	c counters
 }
@@ -57,7 +56,7 @@ func Open(u *UMEM, cfg Config) (_ *Socket, err error) {
 	if u == nil || u.closed {
 		return nil, fmt.Errorf("open xsk: %w: umem", ErrClosed)
 	}
-	cfg.fill()
+	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -72,11 +71,11 @@ func Open(u *UMEM, cfg Config) (_ *Socket, err error) {
 	if cfg.RxFrames < cfg.FillSize/2 {
 		return nil, fmt.Errorf("%w: %d rx frames cannot keep a %d-entry fill ring fed", ErrConfig, cfg.RxFrames, cfg.FillSize)
 	}
-	link, err := netlink.LinkByName(cfg.Interface)
+	ifc, err := LookupInterface(cfg.Interface)
 	if err != nil {
-		return nil, fmt.Errorf("open xsk on %q: %w (%v)", cfg.Interface, ErrNoInterface, err)
+		return nil, fmt.Errorf("open xsk: %w", err)
 	}
-	if n := link.Attrs().NumRxQueues; n > 0 && cfg.Queue >= n {
+	if n := ifc.RxQueues; n > 0 && cfg.Queue >= n {
 		return nil, fmt.Errorf("%w: queue %d out of range: %s has %d rx queues", ErrConfig, cfg.Queue, cfg.Interface, n)
 	}
 
@@ -87,12 +86,17 @@ func Open(u *UMEM, cfg Config) (_ *Socket, err error) {
 		}
 		return nil, fmt.Errorf("create AF_XDP socket: %w", err)
 	}
-	s := &Socket{fd: fd, umem: u, cfg: cfg, ifindex: link.Attrs().Index, frameMask: ^uint64(u.cfg.FrameSize - 1)}
+	s := &Socket{fd: fd, efd: -1, umem: u, cfg: cfg, ifindex: ifc.Index, frameMask: ^uint64(u.cfg.FrameSize - 1)}
 	defer func() {
 		if err != nil {
 			s.release()
 		}
 	}()
+
+	if s.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("eventfd: %w", err)
+	}
+	s.pollFDs = [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(s.efd), Events: unix.POLLIN}}
 
 	shared := u.regFD >= 0
 	if !shared {
@@ -233,6 +237,10 @@ func (s *Socket) release() error {
 		errs = append(errs, unix.Close(s.fd))
 		s.fd = -1
 	}
+	if s.efd >= 0 {
+		errs = append(errs, unix.Close(s.efd))
+		s.efd = -1
+	}
 	return errors.Join(errs...)
 }
 
@@ -359,7 +367,6 @@ func (s *Socket) Enqueue(descs []Desc) int {
 	if int(n) < len(descs) {
 		s.c.txFull.Add(1)
 	}
-	s.txOutstanding += n
 	s.c.txPackets.Add(uint64(n))
 	s.c.txBytes.Add(bytes)
 	return int(n)
@@ -406,7 +413,6 @@ func (s *Socket) Complete() int {
 		s.txFree = append(s.txFree, *s.comp.At(idx + i)&s.frameMask)
 	}
 	s.comp.Release(n)
-	s.txOutstanding -= n
 	return int(n)
 }
 
@@ -427,7 +433,6 @@ func (s *Socket) CompleteToFill() int {
 	}
 	s.fill.Submit(m)
 	s.comp.Release(n)
-	s.txOutstanding -= n
 	return int(n)
 }
 
@@ -435,12 +440,6 @@ func (s *Socket) CompleteToFill() int {
 // by the kernel: non-zero after a kick that hit EAGAIN means another kick
 // is due. Safe from any goroutine.
 func (s *Socket) TxQueued() int { return int(s.tx.Queued()) }
-
-// TxOutstanding returns how many transmitted frames have not completed.
-func (s *Socket) TxOutstanding() int { return int(s.txOutstanding) }
-
-// FreeTxFrames returns how many transmit frames are idle.
-func (s *Socket) FreeTxFrames() int { return len(s.txFree) }
 
 // WakeupRx wakes the kernel to process the fill ring if it asked for it
 // (zero-copy drivers do when the fill ring ran dry).
@@ -455,18 +454,38 @@ func (s *Socket) WakeupRx() error {
 	return nil
 }
 
-// Poll blocks until the RX ring has packets or timeoutMS milliseconds pass
-// (-1: no limit), and reports whether packets are ready.
-func (s *Socket) Poll(timeoutMS int) (bool, error) {
+// Wait blocks until the RX ring may have packets, Interrupt is called, or
+// timeout passes (a negative timeout waits without limit), first waking
+// the kernel to process the fill ring if it asked for that. It is an RX-side
+// method. A spurious return is harmless: callers poll the ring after it.
+func (s *Socket) Wait(timeout time.Duration) error {
+	if err := s.WakeupRx(); err != nil {
+		return err
+	}
 	if s.rx.Available() > 0 {
-		return true, nil
+		return nil
 	}
-	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, timeoutMS)
-	if err != nil && !errors.Is(err, unix.EINTR) {
-		return false, fmt.Errorf("poll xsk: %w", err)
+	ms := -1
+	if timeout >= 0 {
+		ms = int((timeout + time.Millisecond - 1) / time.Millisecond)
 	}
-	return n > 0, nil
+	s.pollFDs[0].Revents, s.pollFDs[1].Revents = 0, 0
+	if _, err := unix.Poll(s.pollFDs[:], ms); err != nil && !errors.Is(err, unix.EINTR) {
+		return fmt.Errorf("poll xsk: %w", err)
+	}
+	if s.pollFDs[1].Revents&unix.POLLIN != 0 {
+		var buf [8]byte
+		unix.Read(s.efd, buf[:])
+	}
+	return nil
+}
+
+// Interrupt wakes a Wait in progress, or makes the next one return at
+// once. It is safe from any goroutine.
+func (s *Socket) Interrupt() {
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	unix.Write(s.efd, one[:])
 }
 
 // Stats returns the socket's counters. It may be called from any
@@ -484,17 +503,4 @@ func (s *Socket) Stats() (Stats, error) {
 		Kicks: s.c.kicks.Load(), KickRetries: s.c.kickRetries.Load(),
 		FillStarved: s.c.fillEmpty.Load(), TxRingFull: s.c.txFull.Load(),
 	}, nil
-}
-
-// InterfaceQueues returns the number of RX queues of the named interface
-// in the calling thread's namespace.
-func InterfaceQueues(name string) (int, error) {
-	l, err := netlink.LinkByName(name)
-	if err != nil {
-		if _, ierr := net.InterfaceByName(name); ierr != nil {
-			return 0, fmt.Errorf("%w: %q", ErrNoInterface, name)
-		}
-		return 0, fmt.Errorf("look up %q: %w", name, err)
-	}
-	return l.Attrs().NumRxQueues, nil
 }

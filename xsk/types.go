@@ -1,6 +1,23 @@
 package xsk
 
-import "fmt"
+import (
+	"fmt"
+	"net"
+)
+
+// Interface is what ustack needs to know of a network interface, as
+// LookupInterface finds it.
+type Interface struct {
+	Name  string
+	Index int
+	MTU   int
+	MAC   net.HardwareAddr
+	// RxQueues is the number of RX queues, 0 when the kernel does not
+	// report it.
+	RxQueues int
+	// Kind is the link's kind as netlink names it ("veth", "device", …).
+	Kind string
+}
 
 // Desc is an AF_XDP RX/TX descriptor (struct xdp_desc): a packet of Len
 // bytes at UMEM offset Addr.
@@ -26,8 +43,9 @@ type UMEMConfig struct {
 	HugePages bool
 }
 
-// DefaultUMEMConfig returns 4096 frames of 4096 bytes (16 MiB): two
-// sockets' worth of 1024-entry fill and TX rings with a 2x margin.
+// DefaultUMEMConfig returns 4096 frames of 4096 bytes (16 MiB): exactly
+// two sockets with the default 1024 receive and 1024 transmit frames each,
+// with no frames to spare.
 func DefaultUMEMConfig() UMEMConfig {
 	return UMEMConfig{FrameCount: 4096, FrameSize: 4096}
 }
@@ -83,7 +101,7 @@ type Config struct {
 // DefaultRingSize is the default size of each of a socket's rings.
 const DefaultRingSize = 1024
 
-func (c *Config) fill() {
+func (c *Config) setDefaults() {
 	for _, p := range []*uint32{&c.RxSize, &c.TxSize, &c.FillSize, &c.CompletionSize} {
 		if *p == 0 {
 			*p = DefaultRingSize

@@ -3,6 +3,7 @@ package xsk
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,14 +36,15 @@ func NewUMEM(cfg UMEMConfig) (*UMEM, error) {
 	if cfg.Headroom > cfg.FrameSize-unix.XDP_PACKET_HEADROOM-1500 {
 		return nil, fmt.Errorf("%w: headroom %d leaves no room for a 1500-byte packet in a %d-byte frame", ErrConfig, cfg.Headroom, cfg.FrameSize)
 	}
-	if uint64(cfg.FrameCount)*uint64(cfg.FrameSize) > 1<<36 {
-		return nil, fmt.Errorf("%w: %d frames of %d bytes is over 64 GiB", ErrConfig, cfg.FrameCount, cfg.FrameSize)
+	size, err := umemSize(cfg)
+	if err != nil {
+		return nil, err
 	}
 	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS | unix.MAP_POPULATE
 	if cfg.HugePages {
 		flags |= unix.MAP_HUGETLB
 	}
-	mem, err := unix.Mmap(-1, 0, int(cfg.FrameCount*cfg.FrameSize), unix.PROT_READ|unix.PROT_WRITE, flags)
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, flags)
 	if err != nil {
 		if cfg.HugePages {
 			return nil, fmt.Errorf("map umem with huge pages (are vm.nr_hugepages reserved?): %w", err)
@@ -50,6 +52,20 @@ func NewUMEM(cfg UMEMConfig) (*UMEM, error) {
 		return nil, fmt.Errorf("map umem: %w", err)
 	}
 	return &UMEM{mem: mem, cfg: cfg, regFD: -1}, nil
+}
+
+// maxUMEMSize bounds a UMEM's mapping.
+const maxUMEMSize = 1 << 36
+
+// umemSize returns the length of cfg's mapping. The product is taken in
+// 64 bits: in uint32 a configuration that passes the bound (1<<20 frames
+// of 4 KiB) wraps and maps less than the frames Open hands out.
+func umemSize(cfg UMEMConfig) (int, error) {
+	size := uint64(cfg.FrameCount) * uint64(cfg.FrameSize)
+	if size > maxUMEMSize || size > math.MaxInt {
+		return 0, fmt.Errorf("%w: %d frames of %d bytes is over 64 GiB or the address space", ErrConfig, cfg.FrameCount, cfg.FrameSize)
+	}
+	return int(size), nil
 }
 
 // Config returns the UMEM's configuration with defaults filled in.

@@ -100,7 +100,7 @@ func (r *rig) startReflectors(t *testing.T) []*recorder {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, s := range r.socks {
-		rf := &recorder{Reflector: &reflector.Reflector{Sock: s, MAC: r.pair.Ustack.MAC, IP: vethtest.UstackIPv4.As4()}}
+		rf := &recorder{Reflector: &reflector.Reflector{Sock: s, Responder: reflector.Responder{MAC: r.pair.Ustack.MAC, IP: vethtest.UstackIPv4.As4()}}}
 		rf.OnUDP = func(p []byte) {
 			rf.mu.Lock()
 			rf.got = append(rf.got, append([]byte(nil), p...))
@@ -293,4 +293,51 @@ func TestPrivilegedZeroCopyRequiredOnVeth(t *testing.T) {
 	if !errors.Is(err, xsk.ErrZeroCopy) {
 		t.Fatalf("zero-copy on veth: %v, want ErrZeroCopy", err)
 	}
+}
+
+// TestPrivilegedWaitWakes: Wait returns when a frame arrives, when
+// Interrupt is called during it, and at once after an earlier Interrupt.
+func TestPrivilegedWaitWakes(t *testing.T) {
+	r := newRig(t, 1)
+	s := r.socks[0]
+	within := func(what string, d time.Duration, f func()) {
+		t.Helper()
+		t0 := time.Now()
+		f()
+		if el := time.Since(t0); el > d {
+			t.Errorf("%s: Wait returned after %v", what, el)
+		}
+	}
+	within("interrupted before", 500*time.Millisecond, func() {
+		s.Interrupt()
+		if err := s.Wait(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	})
+	within("interrupted during", 2*time.Second, func() {
+		time.AfterFunc(100*time.Millisecond, s.Interrupt)
+		if err := s.Wait(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	})
+	within("timeout", 2*time.Second, func() {
+		if err := s.Wait(50 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	})
+	c := kernelUDP(t, r.pair, netip.AddrPortFrom(vethtest.UstackIPv4, udpPort))
+	within("frame", 5*time.Second, func() {
+		time.AfterFunc(100*time.Millisecond, func() { c.Write([]byte("wake")) })
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+			if err := s.Wait(10 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			descs := make([]xsk.Desc, 8)
+			if n := s.Receive(descs); n > 0 {
+				s.Recycle(descs[:n])
+				return
+			}
+		}
+		t.Error("no frame after Wait")
+	})
 }

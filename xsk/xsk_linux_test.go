@@ -3,6 +3,7 @@ package xsk_test
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/ustack-dev/ustack/vethtest"
@@ -62,8 +63,8 @@ func TestOpenValidates(t *testing.T) {
 			t.Errorf("Open(%+v) = %v, want ErrConfig", c, err)
 		}
 	}
-	if _, err := xsk.Open(u, xsk.Config{Interface: "no-such-if0", FillSize: 32, TxSize: 32}); !errors.Is(err, xsk.ErrNoInterface) {
-		t.Errorf("unknown interface: %v", err)
+	if _, err := xsk.Open(u, xsk.Config{Interface: "no-such-if0", FillSize: 32, TxSize: 32}); !errors.Is(err, xsk.ErrNoInterface) || !strings.Contains(err.Error(), "Link not found") {
+		t.Errorf("unknown interface: %v, want ErrNoInterface with netlink's error", err)
 	}
 	if _, err := xsk.Open(u, xsk.Config{Interface: "lo", Queue: 5, FillSize: 32, TxSize: 32}); !errors.Is(err, xsk.ErrConfig) {
 		t.Errorf("queue out of range: %v", err)

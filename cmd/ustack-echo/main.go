@@ -36,7 +36,8 @@ modes:
   demo     build a veth pair in two new namespaces and compare the kernel's
            TCP with ustack, same client, one run (needs root)
   server   run an echo server over ustack or the kernel
-  client   run a ping-pong, rate or stream workload against an echo server
+  client   run a ping-pong or rate workload against an echo server, or a
+           bulk transfer against its discard server
 
 "ustack-echo <mode> -h" lists a mode's flags.
 `

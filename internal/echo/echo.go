@@ -6,6 +6,7 @@
 package echo
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -105,9 +106,14 @@ type PingPongConfig struct {
 	Duration time.Duration // recording time limit, 0 for no limit; one of Count and Duration must be set
 }
 
-// PingPong sends Size bytes on c, waits for them to come back, and records
-// each round trip's time. It stops at Count round trips or after
-// Duration, whichever is first, or when ctx is done.
+// ErrMismatch reports an echo that differs from what was sent.
+var ErrMismatch = errors.New("echo differs from the message sent")
+
+// PingPong sends Size bytes on c, waits for them to come back, checks
+// that they are the bytes sent, and records each round trip's time. Each
+// message carries its round number (in its first eight bytes, when it has
+// them), so a stale or misdirected echo does not pass. It stops at Count
+// round trips or after Duration, whichever is first, or when ctx is done.
 func PingPong(ctx context.Context, c net.Conn, cfg PingPongConfig) (*hdrhistogram.Histogram, error) {
 	if cfg.Size <= 0 {
 		cfg.Size = 64
@@ -138,6 +144,9 @@ func PingPong(ctx context.Context, c net.Conn, cfg PingPongConfig) (*hdrhistogra
 		if rec && (cfg.Count > 0 && int(h.TotalCount()) >= cfg.Count || !deadline.IsZero() && time.Now().After(deadline)) {
 			return h, nil
 		}
+		if len(msg) >= 8 {
+			binary.BigEndian.PutUint64(msg, uint64(i))
+		}
 		t0 := time.Now()
 		if _, err := c.Write(msg); err != nil {
 			return h, fmt.Errorf("write: %w", err)
@@ -147,6 +156,9 @@ func PingPong(ctx context.Context, c net.Conn, cfg PingPongConfig) (*hdrhistogra
 		}
 		if rec {
 			h.RecordValue(time.Since(t0).Nanoseconds())
+		}
+		if !bytes.Equal(buf, msg) {
+			return h, fmt.Errorf("round trip %d: %w", i, ErrMismatch)
 		}
 	}
 }

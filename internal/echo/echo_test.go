@@ -2,10 +2,51 @@ package echo
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"testing"
 	"time"
 )
+
+// TestPingPongChecksEcho: PingPong fails on an echo that is not what it
+// sent, whether corrupted or from an earlier round.
+func TestPingPongChecksEcho(t *testing.T) {
+	for name, serve := range map[string]func(net.Conn){
+		"corrupt": func(c net.Conn) {
+			buf := make([]byte, 64)
+			for i := 0; ; i++ {
+				if _, err := io.ReadFull(c, buf); err != nil {
+					return
+				}
+				if i == 5 {
+					buf[40] ^= 1
+				}
+				c.Write(buf)
+			}
+		},
+		"stale": func(c net.Conn) {
+			buf, first := make([]byte, 64), make([]byte, 64)
+			for i := 0; ; i++ {
+				if _, err := io.ReadFull(c, buf); err != nil {
+					return
+				}
+				if i == 0 {
+					copy(first, buf)
+				}
+				c.Write(first)
+			}
+		},
+	} {
+		a, b := net.Pipe()
+		go func() { defer b.Close(); serve(b) }()
+		_, err := PingPong(context.Background(), a, PingPongConfig{Size: 64, Warmup: -1, Count: 20})
+		a.Close()
+		if !errors.Is(err, ErrMismatch) {
+			t.Errorf("%s echo: %v, want ErrMismatch", name, err)
+		}
+	}
+}
 
 // The workloads against the servers, over the kernel's loopback.
 func TestWorkloadsOverLoopback(t *testing.T) {

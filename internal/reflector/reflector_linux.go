@@ -11,18 +11,26 @@ import (
 	"github.com/ustack-dev/ustack/xsk"
 )
 
-// Reflector answers on one socket. Its counters may be read while it runs.
-type Reflector struct {
-	Sock *xsk.Socket
-	MAC  net.HardwareAddr
-	IP   [4]byte
+// Responder is the reflector's packet logic, apart from any socket: it
+// rewrites a received frame in place into its reply. The benchmark's
+// floor-asavie drives it over another AF_XDP library, so the two floors
+// differ only in the socket code. Its counters may be read while it runs.
+type Responder struct {
+	MAC net.HardwareAddr
+	IP  [4]byte
 	// OnUDP, if set, is called with each UDP payload before it is sent
 	// back; the slice aliases the frame and is valid only during the call.
 	OnUDP func(payload []byte)
-	// Spin busy-polls; otherwise the reflector sleeps 20µs when idle.
-	Spin bool
 
 	ARPs, UDP, BadChecksums, Ignored atomic.Int64
+}
+
+// Reflector answers on one socket of package xsk.
+type Reflector struct {
+	Responder
+	Sock *xsk.Socket
+	// Spin busy-polls; otherwise the reflector sleeps 20µs when idle.
+	Spin bool
 }
 
 // Run serves until stop is closed or limit passes (a bound for tests and
@@ -56,7 +64,7 @@ func (r *Reflector) Run(stop <-chan struct{}, limit time.Duration) {
 		idle = 0
 		tx, drop = tx[:0], drop[:0]
 		for _, d := range descs[:n] {
-			if r.handle(u.Data(d)) {
+			if r.Handle(u.Data(d)) {
 				tx = append(tx, d)
 			} else {
 				drop = append(drop, d)
@@ -70,8 +78,10 @@ func (r *Reflector) Run(stop <-chan struct{}, limit time.Duration) {
 	}
 }
 
-// handle rewrites f in place into its reply and reports whether to send it.
-func (r *Reflector) handle(f []byte) bool {
+// Handle rewrites the frame f in place into its reply and reports whether
+// to send it: an ARP reply to a request for IP, or a UDP datagram back to
+// its sender.
+func (r *Responder) Handle(f []byte) bool {
 	if len(f) < 14 {
 		r.Ignored.Add(1)
 		return false

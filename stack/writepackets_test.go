@@ -1,0 +1,69 @@
+package stack
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"testing"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/buffer"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
+	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
+	"github.com/ustack-dev/ustack/xsk"
+)
+
+// udpBatch returns n 64-byte-payload IPv4 packets with their link headers
+// pushed, as netstack hands them to WritePackets. The caller owns the list.
+func udpBatch(n int) gstack.PacketBufferList {
+	var pkts gstack.PacketBufferList
+	for i := 0; i < n; i++ {
+		pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{ReserveHeaderBytes: 14 + 20 + 8, Payload: buffer.MakeWithData(make([]byte, 64))})
+		h := pkt.NetworkHeader().Push(20)
+		binary.BigEndian.PutUint16(h[2:], 92)
+		eth := header.Ethernet(pkt.LinkHeader().Push(14))
+		eth.Encode(&header.EthernetFields{Type: header.IPv4ProtocolNumber})
+		pkts.PushBack(pkt)
+	}
+	return pkts
+}
+
+// failingKickPort is a memory wire end whose kicks fail: what is enqueued
+// stays on its TX ring, as on an AF_XDP socket until a kick succeeds.
+type failingKickPort struct {
+	*memPort
+}
+
+var errKick = errors.New("kick failed")
+
+func (p *failingKickPort) Kick() error { return errKick }
+
+// TestWritePacketsCountsQueuedDespiteKickFailure: packets WritePackets put
+// on the TX ring are reported written even when the kick after them fails,
+// both for a small batch and for a full one (which kicks at once).
+func TestWritePacketsCountsQueuedDespiteKickFailure(t *testing.T) {
+	for _, n := range []int{3, batchSize} {
+		pa, pb, err := newMemWire(1024, 2048)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Poll: Blocking}
+		cfg.setDefaults()
+		fp := &failingKickPort{memPort: pa}
+		ep := newEndpoint([]port{fp}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 1}}, &cfg)
+		pkts := udpBatch(n)
+		got, terr := ep.WritePackets(pkts)
+		pkts.DecRef()
+		if got != n || terr != nil {
+			t.Errorf("batch of %d: WritePackets = (%d, %v), want (%d, nil)", n, got, terr, n)
+		}
+		if q := pa.TxQueued(); q != n {
+			t.Errorf("batch of %d: %d frames left on the TX ring", n, q)
+		}
+		// The next kick that works sends them.
+		pa.Kick()
+		descs := make([]xsk.Desc, 2*batchSize)
+		if m := pb.Receive(descs); m != n {
+			t.Errorf("batch of %d: %d frames on the wire after a kick", n, m)
+		}
+	}
+}
