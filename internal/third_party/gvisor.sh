@@ -35,9 +35,12 @@ ours=github.com/ustack-dev/ustack/internal/third_party/gvisor
 copy="$here/gvisor"
 patches="$here/gvisor-patches"
 
-# The packages ustack imports; their dependencies come along.
+# The packages ustack imports; their dependencies come along. pkg/goid is
+# imported only under the checklocks and lockdep build tags, which go list
+# does not follow but go mod tidy does.
 ROOTS=(
 	pkg/buffer
+	pkg/goid
 	pkg/tcpip
 	pkg/tcpip/adapters/gonet
 	pkg/tcpip/header
