@@ -12,7 +12,7 @@ import (
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 )
 
-// frameCounter counts the TCP segments one side transmits (a memPort
+// frameCounter counts the TCP segments one side transmits (a memEnd
 // mangle hook), split into data segments and pure ACKs.
 type frameCounter struct {
 	mu             sync.Mutex

@@ -73,8 +73,8 @@ func rxTxRound(tb testing.TB) func() int {
 	}
 	cfg := Config{}
 	cfg.setDefaults()
-	rx := newEndpoint([]port{pb}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 2}}, &cfg)
-	tx := newEndpoint([]port{pa}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 1}}, &cfg)
+	rx := newEndpoint([]frameIO{pb}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 2}}, &cfg)
+	tx := newEndpoint([]frameIO{pa}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 1}}, &cfg)
 	rx.dispatcher = &nopDispatcher{} // no workers: the caller drives RX
 	pkts := udpBatch(batchSize)
 	tb.Cleanup(func() { pkts.DecRef() })
@@ -83,9 +83,9 @@ func rxTxRound(tb testing.TB) func() int {
 		if n, err := tx.WritePackets(pkts); err != nil || n != batchSize {
 			tb.Fatalf("wrote %d: %v", n, err)
 		}
-		n := q.p.Receive(q.rxDescs[:])
+		n := q.io.Receive(q.rxDescs[:])
 		rx.deliver(q, q.rxDescs[:n])
-		q.p.Recycle(q.rxDescs[:n])
+		q.io.Recycle(q.rxDescs[:n])
 		return n
 	}
 }

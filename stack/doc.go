@@ -1,35 +1,45 @@
-// Package stack runs gVisor's netstack over AF_XDP sockets and hands out
+// Package stack runs netstack (ustack's patched copy of gVisor's, in
+// internal/third_party/gvisor) over AF_XDP sockets and hands out
 // net.Listener, net.Conn and net.PacketConn values backed by it.
 //
 // Data path, per queue of the interface:
 //
-//	RX: XDP program (package bpf) redirects owned frames to the queue's
-//	    AF_XDP socket → the queue's worker goroutine takes a batch off the
-//	    RX ring → copies each frame once into a netstack buffer → delivers
-//	    it inline (DeliverNetworkPacket) → recycles the batch to the fill
-//	    ring at once.
-//	TX: netstack calls WritePackets from the writer's goroutine → the
-//	    first packet's flow hash picks a queue → under that queue's TX lock
-//	    each packet is copied once into a UMEM frame and put on the TX ring
-//	    → after the lock is dropped, the kick (sendto): at once when the
-//	    worker is not spinning or a full batch waits; otherwise left to the
-//	    spinning worker's next loop, which kicks once for everything
-//	    writers queued meanwhile, and for pure ACKs only after a short
-//	    delay, so an ACK followed by the application's reply costs one
-//	    kick.
+//	RX (rx.go): XDP program (package bpf) redirects owned frames to the
+//	    queue's AF_XDP socket → the queue's worker goroutine takes a batch
+//	    off the RX ring → verifies each TCP/UDP checksum once (package
+//	    offload; bad ones are dropped here) → copies each frame once into
+//	    a netstack buffer → delivers it inline: a segment of an
+//	    established IPv4 connection straight to that connection's queue
+//	    (early demux, fastpath.go), anything else through netstack's
+//	    layers → once the batch is in, processes every TCP connection it
+//	    touched on the worker itself (run to completion), which wakes the
+//	    application goroutines with data → yields to them so their
+//	    replies are written before the next kick → recycles the batch.
+//	TX (tx.go): netstack writes from the writer's goroutine (the
+//	    application's, or the worker's for ACKs) → the first packet's flow
+//	    hash picks a queue → under that queue's TX lock each packet is
+//	    copied once into a UMEM frame and put on the TX ring → the kick
+//	    (kick.go): while the worker spins it kicks once per loop for
+//	    everything writers queued; a writer kicks itself when the worker
+//	    is blocked or a full batch waits. ACKs are netstack's: delayed
+//	    (Config.DelayedAck) so that they ride on the reply.
 //
 // The worker's polling policy (Spin, Adaptive, Blocking) trades CPU for
-// latency; see PollPolicy.
+// latency; see PollPolicy. Config.Trace records where a request's time
+// goes (trace.go).
 //
-// A queue's frame I/O goes through the small port interface, which an
-// AF_XDP socket implements on Linux and, for tests, an in-memory wire: two
-// ends sharing one arena of frames, each direction a ring of descriptors
-// (package ring) plus a ring returning the frames to their sender, with no
-// kernel, no kick and no completion ring. The endpoint code under test is
-// the code that runs over AF_XDP.
+// A queue's frame I/O goes through the small frameIO interface, which an
+// AF_XDP socket implements on Linux (xskio_linux.go) and, for tests, an
+// in-memory wire (memwire.go): two ends sharing one arena of frames, each
+// direction a ring of descriptors (package ring) plus a ring returning the
+// frames to their sender. Like an AF_XDP socket in copy mode it delivers
+// what was enqueued only after a kick, so the endpoint code under test is
+// the code that runs over AF_XDP, kick policy included.
 //
-// As sockets listen and dial, their (address, protocol, port) is added to
-// the XDP program's owned_ports table, and removed once the connection has
-// finished closing, so unrelated traffic to the same address keeps going to
-// the kernel.
+// TCP connections are ustack's own net.Conn (tcpconn.go) over netstack's
+// endpoint, allocation-free per Read and Write. As sockets listen and
+// dial, their (address, protocol, port) is added to the XDP program's
+// owned_ports table, and removed once the connection has finished
+// closing, so unrelated traffic to the same address keeps going to the
+// kernel.
 package stack

@@ -77,7 +77,7 @@ func (f *fakeOwner) count() int {
 
 type memPair struct {
 	a, b       *Stack
-	pa, pb     *memPort
+	pa, pb     *memEnd
 	ownA, ownB *fakeOwner
 }
 
@@ -94,7 +94,7 @@ func newMemPairWith(t testing.TB, poll PollPolicy, cfgB func(*Config)) *memPair 
 		t.Fatal(err)
 	}
 	mp := &memPair{pa: pa, pb: pb, ownA: &fakeOwner{ports: map[portKey]bool{}}, ownB: &fakeOwner{ports: map[portKey]bool{}}}
-	mk := func(p *memPort, addrs []netip.Prefix, mac net.HardwareAddr, own *fakeOwner) *Stack {
+	mk := func(p *memEnd, addrs []netip.Prefix, mac net.HardwareAddr, own *fakeOwner) *Stack {
 		cfg := Config{Interface: "mem", Addrs: addrs, Poll: poll}
 		if p == pb && cfgB != nil {
 			cfgB(&cfg)
@@ -103,7 +103,7 @@ func newMemPairWith(t testing.TB, poll PollPolicy, cfgB func(*Config)) *memPair 
 		if err := cfg.validate(); err != nil {
 			t.Fatal(err)
 		}
-		s, err := newStack(cfg, []port{p}, linkInfo{mtu: 1500, mac: mac}, own)
+		s, err := newStack(cfg, []frameIO{p}, linkInfo{mtu: 1500, mac: mac}, own)
 		if err != nil {
 			t.Fatal(err)
 		}

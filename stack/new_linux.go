@@ -71,7 +71,7 @@ func New(cfg Config) (_ *Stack, err error) {
 		return nil, err
 	}
 	undo = append(undo, umem.Close)
-	var ports []port
+	var ios []frameIO
 	for q := 0; q < cfg.Queues; q++ {
 		sock, err := xsk.Open(umem, xsk.Config{
 			Interface: cfg.Interface, Queue: q,
@@ -81,12 +81,12 @@ func New(cfg Config) (_ *Stack, err error) {
 		if err != nil {
 			return nil, err
 		}
-		p := newXSKPort(sock)
-		undo = append(undo, p.Close)
+		io := newXSKIO(sock)
+		undo = append(undo, io.Close)
 		if err := prog.SetSocket(q, sock.FD()); err != nil {
 			return nil, err
 		}
-		ports = append(ports, p)
+		ios = append(ios, io)
 	}
 	for _, a := range cfg.Addrs {
 		if err := prog.Own(a.Addr(), bpf.OwnHost); err != nil {
@@ -96,7 +96,7 @@ func New(cfg Config) (_ *Stack, err error) {
 	// A veth peer is the local kernel, which hands over TCP and UDP with
 	// checksums left for offload unless its TX checksum offload is off.
 	info := linkInfo{mtu: mtu, mac: ifc.MAC, partialChecksums: ifc.Kind == "veth"}
-	s, err := newStack(cfg, ports, info, prog)
+	s, err := newStack(cfg, ios, info, prog)
 	if err != nil {
 		return nil, err
 	}

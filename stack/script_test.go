@@ -152,7 +152,7 @@ type scriptOptions struct {
 type scriptPeer struct {
 	t    testing.TB
 	s    *Stack
-	wire *memPort // the peer's end of the wire
+	wire *memEnd // the peer's end of the wire
 	o    scriptOptions
 
 	peerMAC, stackMAC tcpip.LinkAddress
@@ -206,7 +206,7 @@ func newScriptPeer(t testing.TB, o scriptOptions) *scriptPeer {
 		p.remote = netip.AddrPortFrom(memA6.Addr(), 0)
 		proto = ipv6.ProtocolNumber
 	}
-	s, err := newStack(cfg, []port{stackEnd}, linkInfo{mtu: 1500, mac: net.HardwareAddr(p.stackMAC)}, &fakeOwner{ports: map[portKey]bool{}})
+	s, err := newStack(cfg, []frameIO{stackEnd}, linkInfo{mtu: 1500, mac: net.HardwareAddr(p.stackMAC)}, &fakeOwner{ports: map[portKey]bool{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,10 +65,10 @@ type linkInfo struct {
 	partialChecksums bool
 }
 
-// newStack builds netstack over ports. On error the caller still runs its
-// own cleanups; newStack cleans up what it made.
-func newStack(cfg Config, ports []port, link linkInfo, owner portOwner) (*Stack, error) {
-	ep := newEndpoint(ports, link, &cfg)
+// newStack builds netstack over ios, one per queue. On error the caller
+// still runs its own cleanups; newStack cleans up what it made.
+func newStack(cfg Config, ios []frameIO, link linkInfo, owner portOwner) (*Stack, error) {
+	ep := newEndpoint(ios, link, &cfg)
 	ns := gstack.New(gstack.Options{
 		NetworkProtocols: []gstack.NetworkProtocolFactory{
 			ipv4.NewProtocol,

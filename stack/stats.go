@@ -58,7 +58,7 @@ func (s *Stack) Stats() Stats {
 			TxNoFrame: q.txNoFrame.Load(), TxOversize: q.txOversize.Load(), RxRunt: q.rxRunt.Load(),
 			RxBadChecksum: q.rxBadChecksum.Load(), RxInline: q.rxInline.Load(), RxPartialChecksum: q.rxPartialChecksum.Load(),
 		}
-		if xp, ok := q.p.(interface{ Stats() (xsk.Stats, error) }); ok {
+		if xp, ok := q.io.(interface{ Stats() (xsk.Stats, error) }); ok {
 			qs.XSK, _ = xp.Stats()
 		}
 		st.Queues = append(st.Queues, qs)

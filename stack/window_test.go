@@ -14,7 +14,7 @@ import (
 )
 
 // windowTap follows the receive window one side of a TCP connection
-// advertises, from the frames that side transmits (a memPort mangle hook:
+// advertises, from the frames that side transmits (a memEnd mangle hook:
 // it sees every frame the port enqueues, in order).
 type windowTap struct {
 	mu       sync.Mutex

@@ -30,7 +30,7 @@ func udpBatch(n int) gstack.PacketBufferList {
 // failingKickPort is a memory wire end whose kicks fail: what is enqueued
 // stays on its TX ring, as on an AF_XDP socket until a kick succeeds.
 type failingKickPort struct {
-	*memPort
+	*memEnd
 }
 
 var errKick = errors.New("kick failed")
@@ -48,8 +48,8 @@ func TestWritePacketsCountsQueuedDespiteKickFailure(t *testing.T) {
 		}
 		cfg := Config{Poll: Blocking}
 		cfg.setDefaults()
-		fp := &failingKickPort{memPort: pa}
-		ep := newEndpoint([]port{fp}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 1}}, &cfg)
+		fp := &failingKickPort{memEnd: pa}
+		ep := newEndpoint([]frameIO{fp}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 1}}, &cfg)
 		pkts := udpBatch(n)
 		got, terr := ep.WritePackets(pkts)
 		pkts.DecRef()

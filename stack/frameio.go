@@ -6,12 +6,12 @@ import (
 	"github.com/ustack-dev/ustack/xsk"
 )
 
-// port is one queue's frame I/O, in the shape of an AF_XDP socket: an
+// frameIO is one queue's frame I/O, in the shape of an AF_XDP socket: an
 // xsk.Socket on Linux, a memory wire in tests. The RX methods (Receive,
 // Recycle, Refill, Data, Wait) are called by the queue's worker only; the
 // TX methods (Alloc, Free, Frame, Enqueue, Complete) under the queue's TX
 // lock; Kick and Interrupt from anywhere.
-type port interface {
+type frameIO interface {
 	// Receive takes up to len(descs) received frames; the caller owns them
 	// until Recycle.
 	Receive(descs []xsk.Desc) int

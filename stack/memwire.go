@@ -9,11 +9,11 @@ import (
 	"github.com/ustack-dev/ustack/xsk"
 )
 
-// memPort is one end of an in-memory wire: a port whose frames live in a
+// memEnd is one end of an in-memory wire: frame I/O whose frames live in a
 // shared arena and travel through ring views, with no kernel involved.
 // Each end transmits from frames of its own; the receiver hands them back
 // through a return ring.
-type memPort struct {
+type memEnd struct {
 	arena     []byte
 	frameSize uint64
 
@@ -43,18 +43,18 @@ type memPort struct {
 	mangle atomic.Pointer[func(frame []byte)]
 }
 
-func (m *memPort) setDrop(f func() bool)          { m.drop.Store(&f) }
-func (m *memPort) setMangle(f func(frame []byte)) { m.mangle.Store(&f) }
+func (m *memEnd) setDrop(f func() bool)          { m.drop.Store(&f) }
+func (m *memEnd) setMangle(f func(frame []byte)) { m.mangle.Store(&f) }
 
 // newMemWire returns the two ends of a wire with frames frames of
 // frameSize bytes per direction. frames must be a power of two.
-func newMemWire(frames int, frameSize int) (*memPort, *memPort, error) {
+func newMemWire(frames int, frameSize int) (*memEnd, *memEnd, error) {
 	arena := make([]byte, 2*frames*frameSize)
-	a := &memPort{arena: arena, frameSize: uint64(frameSize), wake: make(chan struct{}, 1), interrupt: make(chan struct{}, 1)}
-	b := &memPort{arena: arena, frameSize: uint64(frameSize), wake: make(chan struct{}, 1), interrupt: make(chan struct{}, 1)}
+	a := &memEnd{arena: arena, frameSize: uint64(frameSize), wake: make(chan struct{}, 1), interrupt: make(chan struct{}, 1)}
+	b := &memEnd{arena: arena, frameSize: uint64(frameSize), wake: make(chan struct{}, 1), interrupt: make(chan struct{}, 1)}
 	a.peerWake, b.peerWake = b.wake, a.wake
 	var err error
-	for _, dir := range []struct{ tx, rx *memPort }{{a, b}, {b, a}} {
+	for _, dir := range []struct{ tx, rx *memEnd }{{a, b}, {b, a}} {
 		if dir.tx.out, dir.rx.in, err = ring.New[xsk.Desc](uint32(frames)); err != nil {
 			return nil, nil, err
 		}
@@ -72,7 +72,7 @@ func newMemWire(frames int, frameSize int) (*memPort, *memPort, error) {
 	return a, b, nil
 }
 
-func (m *memPort) Receive(descs []xsk.Desc) int {
+func (m *memEnd) Receive(descs []xsk.Desc) int {
 	idx, n := m.in.Peek(uint32(len(descs)))
 	for i := uint32(0); i < n; i++ {
 		descs[i] = *m.in.At(idx + i)
@@ -81,7 +81,7 @@ func (m *memPort) Receive(descs []xsk.Desc) int {
 	return int(n)
 }
 
-func (m *memPort) Recycle(descs []xsk.Desc) {
+func (m *memEnd) Recycle(descs []xsk.Desc) {
 	// The return ring is as large as the peer's frame count, so it
 	// always has room.
 	idx, n := m.retOut.Reserve(uint32(len(descs)))
@@ -91,13 +91,13 @@ func (m *memPort) Recycle(descs []xsk.Desc) {
 	m.retOut.Submit(n)
 }
 
-func (m *memPort) Refill() int { return 0 }
+func (m *memEnd) Refill() int { return 0 }
 
-func (m *memPort) Data(d xsk.Desc) []byte {
+func (m *memEnd) Data(d xsk.Desc) []byte {
 	return m.arena[d.Addr : d.Addr+uint64(d.Len) : d.Addr+uint64(d.Len)]
 }
 
-func (m *memPort) Alloc() (uint64, bool) {
+func (m *memEnd) Alloc() (uint64, bool) {
 	if len(m.free) == 0 {
 		idx, n := m.retIn.Peek(m.retIn.Size())
 		for i := uint32(0); i < n; i++ {
@@ -113,15 +113,15 @@ func (m *memPort) Alloc() (uint64, bool) {
 	return a, true
 }
 
-func (m *memPort) Free(addr uint64) { m.free = append(m.free, addr) }
+func (m *memEnd) Free(addr uint64) { m.free = append(m.free, addr) }
 
-func (m *memPort) Frame(addr uint64) []byte {
+func (m *memEnd) Frame(addr uint64) []byte {
 	return m.arena[addr : addr+m.frameSize : addr+m.frameSize]
 }
 
 // Enqueue puts frames on the wire's TX ring; like an AF_XDP socket in
 // copy mode, the peer sees them only after a Kick.
-func (m *memPort) Enqueue(descs []xsk.Desc) int {
+func (m *memEnd) Enqueue(descs []xsk.Desc) int {
 	drop, mangle := m.drop.Load(), m.mangle.Load()
 	m.outMu.Lock()
 	defer m.outMu.Unlock()
@@ -142,17 +142,17 @@ func (m *memPort) Enqueue(descs []xsk.Desc) int {
 	return int(n)
 }
 
-func (m *memPort) Complete() int { return 0 }
+func (m *memEnd) Complete() int { return 0 }
 
 // TxQueued reports the frames enqueued but not yet kicked to the peer.
-func (m *memPort) TxQueued() int {
+func (m *memEnd) TxQueued() int {
 	m.outMu.Lock()
 	defer m.outMu.Unlock()
 	return int(m.out.Pending())
 }
 
 // Kick hands what Enqueue queued to the peer and wakes it.
-func (m *memPort) Kick() error {
+func (m *memEnd) Kick() error {
 	m.outMu.Lock()
 	n := m.out.Pending()
 	m.out.Submit(n)
@@ -168,7 +168,7 @@ func (m *memPort) Kick() error {
 	return nil
 }
 
-func (m *memPort) Wait(timeout time.Duration) error {
+func (m *memEnd) Wait(timeout time.Duration) error {
 	if m.in.Available() > 0 {
 		return nil
 	}
@@ -182,11 +182,11 @@ func (m *memPort) Wait(timeout time.Duration) error {
 	return nil
 }
 
-func (m *memPort) Interrupt() {
+func (m *memEnd) Interrupt() {
 	select {
 	case m.interrupt <- struct{}{}:
 	default:
 	}
 }
 
-func (m *memPort) Close() error { return nil }
+func (m *memEnd) Close() error { return nil }

@@ -1,0 +1,171 @@
+package stack
+
+import (
+	"encoding/binary"
+	"runtime"
+	"time"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/buffer"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
+	"github.com/ustack-dev/ustack/offload"
+	"github.com/ustack-dev/ustack/xsk"
+)
+
+// The RX path: one worker per queue takes RX batches, verifies and
+// copies each frame once into netstack, then runs the TCP processing the
+// batch calls for before it yields to the goroutines that processing woke.
+
+// spinYield is how many empty polls a spinning worker makes between
+// yields to other goroutines on its P.
+const spinYield = 16
+
+// osYield is how many empty polls a spinning worker makes between yields
+// of its OS thread (sched_yield).
+const osYield = 256
+
+func (e *endpoint) loadDispatcher() gstack.NetworkDispatcher {
+	e.mu.RLock()
+	d := e.dispatcher
+	e.mu.RUnlock()
+	return d
+}
+
+// worker runs one queue's RX loop until the endpoint stops.
+func (e *endpoint) worker(i int, q *queue) {
+	defer e.wg.Done()
+	if e.pin {
+		// Never unlocked: the pinned thread exits with the worker
+		// instead of going back to the scheduler with its affinity.
+		runtime.LockOSThread()
+		pinToCPU(i % runtime.NumCPU())
+	}
+	var idleSince time.Time
+	idle := 0
+	q.spinning.Store(e.poll != Blocking)
+	defer q.stopSpinning()
+	for !e.stop.Load() {
+		q.flushTx()
+		n := q.io.Receive(q.rxDescs[:])
+		if n > 0 {
+			if t := e.trace; t != nil {
+				t.rx()
+			}
+			e.deliver(q, q.rxDescs[:n])
+			if t := e.trace; t != nil {
+				t.processed()
+			}
+			q.io.Recycle(q.rxDescs[:n])
+			idle = 0
+			// Delivery readied netstack's TCP processor and the
+			// application goroutines, most likely into this P's
+			// runnext: let them run here and now rather than wait to
+			// be stolen.
+			runtime.Gosched()
+			continue
+		}
+		if idle == 0 {
+			q.io.Refill()
+		}
+		idle++
+		if idle%osYield == 0 {
+			// Let other threads runnable on this CPU (softirq work, the
+			// peer process on a small machine) in: a spinning thread
+			// otherwise keeps them waiting until the scheduler tick.
+			osYieldNow()
+		}
+		switch e.poll {
+		case Spin:
+			if idle%spinYield == 0 {
+				runtime.Gosched()
+			}
+		case Adaptive:
+			if idle == 1 {
+				idleSince = time.Now()
+			}
+			if idle%64 == 0 && time.Since(idleSince) > e.spinBudget {
+				q.sleep()
+				idle = 0
+			} else if idle%spinYield == 0 {
+				runtime.Gosched()
+			}
+		case Blocking:
+			q.io.Wait(100 * time.Millisecond)
+		}
+	}
+}
+
+// deliver hands a batch of received frames to netstack, copying each once
+// into a pooled netstack buffer. TCP and UDP checksums (and IPv4 header
+// checksums) are verified here, once, with package offload unless
+// trusted: a packet that fails is dropped and counted, a packet that
+// passes is marked so netstack does not checksum it again. Frames
+// offload does not check (ARP, ICMP, fragments, IPv6 extension headers)
+// go to netstack unmarked, and netstack checks them.
+func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
+	d := e.loadDispatcher()
+	if d == nil {
+		return
+	}
+	for i := range descs {
+		data := q.io.Data(descs[i])
+		if len(data) < ethHeaderLen {
+			q.rxRunt.Add(1)
+			continue
+		}
+		proto := tcpip.NetworkProtocolNumber(binary.BigEndian.Uint16(data[12:14]))
+		valid := e.trustRx
+		if !valid {
+			switch offload.Verify(data) {
+			case offload.Valid:
+				valid = true
+			case offload.Partial:
+				if !e.partialOK {
+					q.rxBadChecksum.Add(1)
+					continue
+				}
+				q.rxPartialChecksum.Add(1)
+				valid = true
+			case offload.Invalid:
+				q.rxBadChecksum.Add(1)
+				continue
+			}
+		}
+		if e.fast != nil && valid && !e.handOff && e.fast.deliver(data, &q.deferred) {
+			continue
+		}
+		pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{
+			Payload: buffer.MakeWithData(data),
+		})
+		pkt.LinkHeader().Consume(ethHeaderLen)
+		pkt.NetworkProtocolNumber = proto
+		pkt.RXChecksumValidated = valid
+		if !e.handOff {
+			pkt.Deferrer = &q.deferred
+		}
+		d.DeliverNetworkPacket(proto, pkt)
+		pkt.DecRef()
+	}
+	q.rxPackets.Add(uint64(len(descs)))
+	q.rxInline.Add(uint64(len(q.deferred.work)))
+	// Run to completion: the TCP processing the batch calls for happens
+	// here, on the worker, outside netstack's demuxer locks, once per
+	// endpoint; it readies the application goroutines it has data for.
+	q.deferred.run()
+}
+
+// deferred is a netstack Deferrer: the transport work of one RX batch.
+type deferred struct {
+	work []gstack.DeferredWork
+}
+
+// Defer implements gstack.Deferrer.
+func (d *deferred) Defer(w gstack.DeferredWork) { d.work = append(d.work, w) }
+
+func (d *deferred) run() {
+	for i, w := range d.work {
+		w.RunDeferred()
+		d.work[i] = nil
+	}
+	d.work = d.work[:0]
+}

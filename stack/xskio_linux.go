@@ -1,0 +1,19 @@
+package stack
+
+import (
+	"github.com/ustack-dev/ustack/xsk"
+)
+
+// xskIO is frame I/O over an AF_XDP socket: the socket's own methods,
+// Wait and Interrupt included, plus UMEM access by descriptor and address.
+type xskIO struct {
+	*xsk.Socket
+	umem *xsk.UMEM
+}
+
+var _ frameIO = (*xskIO)(nil)
+
+func newXSKIO(s *xsk.Socket) *xskIO { return &xskIO{Socket: s, umem: s.UMEM()} }
+
+func (p *xskIO) Data(d xsk.Desc) []byte   { return p.umem.Data(d) }
+func (p *xskIO) Frame(addr uint64) []byte { return p.umem.Frame(addr) }
