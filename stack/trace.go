@@ -1,11 +1,9 @@
 package stack
 
 import (
-	"sync"
+	"math/bits"
 	"sync/atomic"
 	"time"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // TraceStage is a point on a request's path through a ustack server, from
@@ -55,7 +53,8 @@ type TraceStats struct {
 // the reply's frame ends it. That is exact for request/response traffic on
 // one connection (the benchmark's ping-pong); with many connections in
 // flight the stages mix requests. Its methods are safe for concurrent
-// use; a nil *tracer records nothing (tracing off costs a nil check).
+// use and take no lock; a nil *tracer records nothing (tracing off costs a
+// nil check).
 type tracer struct {
 	start time.Time
 
@@ -63,17 +62,10 @@ type tracer struct {
 	reqAt            atomic.Int64 // RX time of the request in flight, 0 if none
 	seen             atomic.Uint32
 
-	mu   sync.Mutex
-	hist [numStages]*hdrhistogram.Histogram
+	hist [numStages]latencyHist
 }
 
-func newTracer() *tracer {
-	t := &tracer{start: time.Now()}
-	for i := range t.hist {
-		t.hist[i] = hdrhistogram.New(1, int64(10*time.Second), 3)
-	}
-	return t
-}
+func newTracer() *tracer { return &tracer{start: time.Now()} }
 
 func (t *tracer) now() int64 { return int64(time.Since(t.start)) + 1 }
 
@@ -98,7 +90,7 @@ func (t *tracer) read() {
 	}
 	t.seen.Store(0)
 	t.reqAt.Store(at)
-	t.record(StageProcessed, done-at)
+	t.hist[StageProcessed].record(done - at)
 	t.mark(StageRead)
 }
 
@@ -112,7 +104,7 @@ func (t *tracer) mark(s TraceStage) {
 	if t.seen.Or(bit)&bit != 0 {
 		return
 	}
-	t.record(s, t.now()-at)
+	t.hist[s].record(t.now() - at)
 	if s == StageKicked {
 		t.reqAt.Store(0)
 	}
@@ -125,32 +117,87 @@ func (t *tracer) kicked() {
 	}
 }
 
-func (t *tracer) record(s TraceStage, d int64) {
-	t.mu.Lock()
-	t.hist[s].RecordValue(d)
-	t.mu.Unlock()
-}
-
 func (t *tracer) stats() *TraceStats {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	ts := &TraceStats{}
-	for s, h := range t.hist {
+	for s := range t.hist {
+		h := &t.hist[s]
 		ts.Stages = append(ts.Stages, StageStats{
-			Stage: TraceStage(s), Count: uint64(h.TotalCount()),
-			P50: time.Duration(h.ValueAtQuantile(50)), P90: time.Duration(h.ValueAtQuantile(90)), P99: time.Duration(h.ValueAtQuantile(99)),
+			Stage: TraceStage(s), Count: h.count(),
+			P50: time.Duration(h.quantile(0.50)), P90: time.Duration(h.quantile(0.90)), P99: time.Duration(h.quantile(0.99)),
 		})
 	}
 	return ts
 }
 
 func (t *tracer) reset() {
-	t.mu.Lock()
-	for _, h := range t.hist {
-		h.Reset()
+	for s := range t.hist {
+		t.hist[s].reset()
 	}
-	t.mu.Unlock()
 	t.reqAt.Store(0)
+}
+
+// latencyHist is a lock-free log-linear histogram of nanoseconds: 16
+// buckets per power of two (a bucket spans at most 1/16 of its value,
+// about 6%), up to 2^40 ns. Recording is one atomic add.
+type latencyHist struct {
+	buckets [histPowers * histSub]atomic.Uint64
+}
+
+const (
+	histSubBits = 4
+	histSub     = 1 << histSubBits
+	histPowers  = 41 - histSubBits
+)
+
+func histIndex(v int64) int {
+	if v < histSub {
+		return int(max(v, 0))
+	}
+	e := bits.Len64(uint64(v)) - histSubBits - 1 // v >> e is in [16, 32)
+	i := (e+1)*histSub + int(v>>e) - histSub
+	return min(i, len(latencyHist{}.buckets)-1)
+}
+
+// histValue is the middle of bucket i.
+func histValue(i int) int64 {
+	if i < histSub {
+		return int64(i)
+	}
+	e := i/histSub - 1
+	lo := int64(histSub+i%histSub) << e
+	return lo + int64(1)<<e/2
+}
+
+func (h *latencyHist) record(v int64) { h.buckets[histIndex(v)].Add(1) }
+
+func (h *latencyHist) count() uint64 {
+	var n uint64
+	for i := range h.buckets {
+		n += h.buckets[i].Load()
+	}
+	return n
+}
+
+func (h *latencyHist) quantile(q float64) int64 {
+	n := h.count()
+	if n == 0 {
+		return 0
+	}
+	want := uint64(q*float64(n-1)) + 1
+	var seen uint64
+	for i := range h.buckets {
+		seen += h.buckets[i].Load()
+		if seen >= want {
+			return histValue(i)
+		}
+	}
+	return histValue(len(h.buckets) - 1)
+}
+
+func (h *latencyHist) reset() {
+	for i := range h.buckets {
+		h.buckets[i].Store(0)
+	}
 }
 
 // ResetTrace clears the latency breakdown (Config.Trace), for example
