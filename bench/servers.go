@@ -16,7 +16,6 @@ import (
 	"github.com/ustack-dev/ustack/stack"
 	"github.com/ustack-dev/ustack/vethtest"
 	"github.com/ustack-dev/ustack/xsk"
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
@@ -108,10 +107,11 @@ func startServer(contender, iface, poll string, port uint16, upstream bool) (sto
 // ustack's XDP program steers the address to its socket, since gVisor's
 // endpoint brings none of its own.
 func startGVisorXDP(iface string, addr netip.AddrPort) (_ func(), err error) {
-	link, prog, u, err := attachSteering(iface)
+	ifc, err := xsk.LookupInterface(iface)
 	if err != nil {
 		return nil, err
 	}
+	u := &undoList{}
 	defer func() {
 		if err != nil {
 			u.run()
@@ -123,8 +123,8 @@ func startGVisorXDP(iface string, addr netip.AddrPort) (_ func(), err error) {
 	}
 	ep, err := xdp.New(&xdp.Options{
 		FD:             fd,
-		Address:        tcpip.LinkAddress(link.Attrs().HardwareAddr),
-		InterfaceIndex: link.Attrs().Index,
+		Address:        tcpip.LinkAddress(ifc.MAC),
+		InterfaceIndex: ifc.Index,
 		Bind:           true,
 		QueueID:        0,
 	})
@@ -132,10 +132,7 @@ func startGVisorXDP(iface string, addr netip.AddrPort) (_ func(), err error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("gvisor xdp endpoint: %w", err)
 	}
-	if err := prog.SetSocket(0, fd); err != nil {
-		return nil, err
-	}
-	if err := prog.Own(addr.Addr(), bpf.OwnAll|bpf.OwnNeigh); err != nil {
+	if err := steer(u, ifc, fd, bpf.Owned{Addr: addr.Addr(), Flags: bpf.OwnAll | bpf.OwnNeigh}, 0); err != nil {
 		return nil, err
 	}
 	ns := gstack.New(gstack.Options{
@@ -172,10 +169,11 @@ func startGVisorXDP(iface string, addr netip.AddrPort) (_ func(), err error) {
 
 // startFloor runs the raw AF_XDP UDP reflector: no TCP/IP stack at all.
 func startFloor(iface string, port uint16) (_ func(), err error) {
-	link, prog, u, err := attachSteering(iface)
+	ifc, err := xsk.LookupInterface(iface)
 	if err != nil {
 		return nil, err
 	}
+	u := &undoList{}
 	defer func() {
 		if err != nil {
 			u.run()
@@ -191,16 +189,10 @@ func startFloor(iface string, port uint16) (_ func(), err error) {
 		return nil, err
 	}
 	u.add(func() { sock.Close() })
-	if err := prog.SetSocket(0, sock.FD()); err != nil {
+	if err := steer(u, ifc, sock.FD(), bpf.Owned{Addr: vethtest.UstackIPv4, Flags: bpf.OwnNeigh}, port); err != nil {
 		return nil, err
 	}
-	if err := prog.Own(vethtest.UstackIPv4, bpf.OwnNeigh); err != nil {
-		return nil, err
-	}
-	if err := prog.OwnPort(vethtest.UstackIPv4, bpf.UDP, port); err != nil {
-		return nil, err
-	}
-	r := &reflector.Reflector{Sock: sock, Responder: reflector.Responder{MAC: link.Attrs().HardwareAddr, IP: vethtest.UstackIPv4.As4()}, Spin: true}
+	r := &reflector.Reflector{Sock: sock, Responder: reflector.Responder{MAC: ifc.MAC, IP: vethtest.UstackIPv4.As4()}, Spin: true}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -215,30 +207,25 @@ func startFloor(iface string, port uint16) (_ func(), err error) {
 // startFloorAsavie runs the same reflector over github.com/asavie/xdp's
 // socket instead of ustack's xsk, steered by the same program.
 func startFloorAsavie(iface string, port uint16) (_ func(), err error) {
-	link, prog, u, err := attachSteering(iface)
+	ifc, err := xsk.LookupInterface(iface)
 	if err != nil {
 		return nil, err
 	}
+	u := &undoList{}
 	defer func() {
 		if err != nil {
 			u.run()
 		}
 	}()
-	f, err := asavie.Open(link.Attrs().Index, 0)
+	f, err := asavie.Open(ifc.Index, 0)
 	if err != nil {
 		return nil, err
 	}
 	u.add(func() { f.Close() })
-	if err := prog.SetSocket(0, f.FD()); err != nil {
+	if err := steer(u, ifc, f.FD(), bpf.Owned{Addr: vethtest.UstackIPv4, Flags: bpf.OwnNeigh}, port); err != nil {
 		return nil, err
 	}
-	if err := prog.Own(vethtest.UstackIPv4, bpf.OwnNeigh); err != nil {
-		return nil, err
-	}
-	if err := prog.OwnPort(vethtest.UstackIPv4, bpf.UDP, port); err != nil {
-		return nil, err
-	}
-	f.MAC, f.IP, f.Spin = link.Attrs().HardwareAddr, vethtest.UstackIPv4.As4(), true
+	f.MAC, f.IP, f.Spin = ifc.MAC, vethtest.UstackIPv4.As4(), true
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -261,22 +248,18 @@ func (u *undoList) run() {
 	u.fns = nil
 }
 
-// attachSteering loads ustack's XDP program and attaches it to iface in
-// native mode; the returned list undoes that.
-func attachSteering(iface string) (netlink.Link, *bpf.Program, *undoList, error) {
-	link, err := netlink.LinkByName(iface)
-	if err != nil {
-		return nil, nil, nil, err
+// steer sets up ustack's steering program on ifc in native mode for one
+// socket on queue 0, owning own and, if udpPort is not 0, that UDP port of
+// its address; u undoes it.
+func steer(u *undoList, ifc xsk.Interface, fd int, own bpf.Owned, udpPort uint16) error {
+	s := bpf.Steering{Ifindex: ifc.Index, Mode: bpf.AttachNative, Sockets: []int{fd}, Owned: []bpf.Owned{own}}
+	if udpPort != 0 {
+		s.Ports = []bpf.OwnedPort{{Addr: own.Addr, Proto: bpf.UDP, Port: udpPort}}
 	}
-	prog, err := bpf.Load()
+	prog, _, err := bpf.Setup(s)
 	if err != nil {
-		return nil, nil, nil, err
+		return fmt.Errorf("steer %s to the socket: %w", ifc.Name, err)
 	}
-	u := &undoList{}
 	u.add(func() { prog.Close() })
-	if mode, err := prog.Attach(link.Attrs().Index, bpf.AttachNative); err != nil || mode != bpf.AttachNative {
-		u.run()
-		return nil, nil, nil, fmt.Errorf("attach native xdp to %s: %v", iface, err)
-	}
-	return link, prog, u, nil
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/ustack-dev/ustack/internal/testpkt"
 	"github.com/ustack-dev/ustack/vethtest"
 )
 
@@ -88,46 +89,46 @@ func runReason(t testing.TB, p *Program, frame []byte) (Reason, Verdict) {
 
 func TestPrivilegedRunClassifies(t *testing.T) {
 	p := loadOwned(t)
-	frag := ipv4(peer4, own4, 17, l4(1, udpOwn, 8))
+	frag := testpkt.IPv4(peer4, own4, 17, testpkt.L4(1, udpOwn, 8))
 	binary.BigEndian.PutUint16(frag[14+6:], 0x2000) // MF
-	optIHL := ipv4(peer4, own4, 17, append(make([]byte, 4), l4(1, udpOwn, 8)...))
+	optIHL := testpkt.IPv4(peer4, own4, 17, append(make([]byte, 4), testpkt.L4(1, udpOwn, 8)...))
 	optIHL[14] = 0x46
 	cases := []struct {
 		name  string
 		frame []byte
 		want  Reason
 	}{
-		{"udp to owned port", ipv4(peer4, own4, 17, l4(1, udpOwn, 8)), RedirectPort},
-		{"tcp to owned port", ipv4(peer4, own4, 6, l4(1, tcpOwn, 20)), RedirectPort},
+		{"udp to owned port", testpkt.IPv4(peer4, own4, 17, testpkt.L4(1, udpOwn, 8)), RedirectPort},
+		{"tcp to owned port", testpkt.IPv4(peer4, own4, 6, testpkt.L4(1, tcpOwn, 20)), RedirectPort},
 		{"ipv4 options then owned port", optIHL, RedirectPort},
-		{"udp to unowned port", ipv4(peer4, own4, 17, l4(1, 9, 8)), PassNotOwned},
-		{"tcp port owned only for udp", ipv4(peer4, own4, 6, l4(1, udpOwn, 20)), PassNotOwned},
-		{"owned port on host address", ipv4(peer4, host4, 17, l4(1, udpOwn, 8)), PassNotOwned},
-		{"icmp to owned", ipv4(peer4, own4, 1, make([]byte, 8)), RedirectICMP},
-		{"icmp to host", ipv4(peer4, host4, 1, make([]byte, 8)), PassNotOwned},
-		{"any proto to OwnAll", ipv4(peer4, all4, 47, make([]byte, 8)), RedirectAddr},
+		{"udp to unowned port", testpkt.IPv4(peer4, own4, 17, testpkt.L4(1, 9, 8)), PassNotOwned},
+		{"tcp port owned only for udp", testpkt.IPv4(peer4, own4, 6, testpkt.L4(1, udpOwn, 20)), PassNotOwned},
+		{"owned port on host address", testpkt.IPv4(peer4, host4, 17, testpkt.L4(1, udpOwn, 8)), PassNotOwned},
+		{"icmp to owned", testpkt.IPv4(peer4, own4, 1, make([]byte, 8)), RedirectICMP},
+		{"icmp to host", testpkt.IPv4(peer4, host4, 1, make([]byte, 8)), PassNotOwned},
+		{"any proto to OwnAll", testpkt.IPv4(peer4, all4, 47, make([]byte, 8)), RedirectAddr},
 		{"fragment to owned", frag, RedirectFrag},
-		{"arp request for owned", arp(1, peer4, own4), RedirectNeigh},
-		{"arp reply to owned", arp(2, peer4, own4), RedirectNeigh},
-		{"arp for host", arp(1, peer4, host4), PassNotOwned},
-		{"udp6 to owned port", ipv6(peer6, own6, 17, l4(1, udpOwn, 8)), RedirectPort},
-		{"tcp6 to owned port", ipv6(peer6, own6, 6, l4(1, tcpOwn, 20)), RedirectPort},
-		{"tcp6 to unowned port", ipv6(peer6, own6, 6, l4(1, 22, 20)), PassNotOwned},
-		{"ndp ns for owned", ipv6(peer6, snm6, 58, icmp6(135, own6)), RedirectNeigh},
-		{"ndp ns for host", ipv6(peer6, snm6, 58, icmp6(135, host6)), PassNotOwned},
-		{"ndp na to owned", ipv6(peer6, own6, 58, icmp6(136, peer6)), RedirectNeigh},
-		{"router advert to owned", ipv6(peer6, own6, 58, icmp6(134, peer6)), PassNotOwned},
-		{"echo6 to owned", ipv6(peer6, own6, 58, icmp6(128, own6)), RedirectICMP},
-		{"any proto to OwnAll v6", ipv6(peer6, all6, 59, nil), RedirectAddr},
-		{"fragment6 to owned", ipv6(peer6, own6, 44, make([]byte, 16)), RedirectFrag},
-		{"non-ip ethertype", eth(0x88cc, make([]byte, 46)), PassNotIP},
-		{"vlan tagged", eth(0x8100, make([]byte, 46)), PassNotIP},
-		{"ipv4 header cut", ipv4(peer4, own4, 17, nil)[:14+19], PassMalformed},
-		{"udp ports cut", ipv4(peer4, own4, 17, l4(1, udpOwn, 8))[:14+20+3], PassMalformed},
-		{"arp cut", arp(1, peer4, own4)[:14+27], PassMalformed},
-		{"ipv6 header cut", ipv6(peer6, own6, 17, nil)[:14+39], PassMalformed},
-		{"ndp target cut", ipv6(peer6, snm6, 58, icmp6(135, own6))[:14+40+23], PassMalformed},
-		{"bare ethernet header", eth(0x0800, nil), PassMalformed},
+		{"arp request for owned", testpkt.ARP(1, peer4, own4), RedirectNeigh},
+		{"arp reply to owned", testpkt.ARP(2, peer4, own4), RedirectNeigh},
+		{"arp for host", testpkt.ARP(1, peer4, host4), PassNotOwned},
+		{"udp6 to owned port", testpkt.IPv6(peer6, own6, 17, testpkt.L4(1, udpOwn, 8)), RedirectPort},
+		{"tcp6 to owned port", testpkt.IPv6(peer6, own6, 6, testpkt.L4(1, tcpOwn, 20)), RedirectPort},
+		{"tcp6 to unowned port", testpkt.IPv6(peer6, own6, 6, testpkt.L4(1, 22, 20)), PassNotOwned},
+		{"ndp ns for owned", testpkt.IPv6(peer6, snm6, 58, testpkt.NDP(135, own6)), RedirectNeigh},
+		{"ndp ns for host", testpkt.IPv6(peer6, snm6, 58, testpkt.NDP(135, host6)), PassNotOwned},
+		{"ndp na to owned", testpkt.IPv6(peer6, own6, 58, testpkt.NDP(136, peer6)), RedirectNeigh},
+		{"router advert to owned", testpkt.IPv6(peer6, own6, 58, testpkt.NDP(134, peer6)), PassNotOwned},
+		{"echo6 to owned", testpkt.IPv6(peer6, own6, 58, testpkt.NDP(128, own6)), RedirectICMP},
+		{"any proto to OwnAll v6", testpkt.IPv6(peer6, all6, 59, nil), RedirectAddr},
+		{"fragment6 to owned", testpkt.IPv6(peer6, own6, 44, make([]byte, 16)), RedirectFrag},
+		{"non-ip ethertype", testpkt.Eth(testpkt.EtherTypeLLDP, make([]byte, 46)), PassNotIP},
+		{"vlan tagged", testpkt.Eth(testpkt.EtherTypeVLAN, make([]byte, 46)), PassNotIP},
+		{"ipv4 header cut", testpkt.IPv4(peer4, own4, 17, nil)[:14+19], PassMalformed},
+		{"udp ports cut", testpkt.IPv4(peer4, own4, 17, testpkt.L4(1, udpOwn, 8))[:14+20+3], PassMalformed},
+		{"arp cut", testpkt.ARP(1, peer4, own4)[:14+27], PassMalformed},
+		{"ipv6 header cut", testpkt.IPv6(peer6, own6, 17, nil)[:14+39], PassMalformed},
+		{"ndp target cut", testpkt.IPv6(peer6, snm6, 58, testpkt.NDP(135, own6))[:14+40+23], PassMalformed},
+		{"bare ethernet header", testpkt.Eth(testpkt.EtherTypeIPv4, nil), PassMalformed},
 	}
 	for _, c := range cases {
 		got, v := runReason(t, p, c.frame)
@@ -143,13 +144,13 @@ func TestPrivilegedRunClassifies(t *testing.T) {
 	if err := p.DisownPort(own4, UDP, udpOwn); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := runReason(t, p, ipv4(peer4, own4, 17, l4(1, udpOwn, 8))); got != PassNotOwned {
+	if got, _ := runReason(t, p, testpkt.IPv4(peer4, own4, 17, testpkt.L4(1, udpOwn, 8))); got != PassNotOwned {
 		t.Errorf("after DisownPort: %v", got)
 	}
 	if err := p.Disown(own4); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := runReason(t, p, arp(1, peer4, own4)); got != PassNotOwned {
+	if got, _ := runReason(t, p, testpkt.ARP(1, peer4, own4)); got != PassNotOwned {
 		t.Errorf("after Disown: %v", got)
 	}
 	if err := p.Disown(own4); err != nil {
@@ -190,18 +191,18 @@ func reference(f []byte) Reason {
 		return (a == own4 || a == own6) && ((proto == 6 && port == tcpOwn) || (proto == 17 && port == udpOwn))
 	}
 	switch binary.BigEndian.Uint16(f[12:]) {
-	case 0x0806:
+	case testpkt.EtherTypeARP:
 		if len(p) < 28 {
 			return PassMalformed
 		}
-		if binary.BigEndian.Uint16(p) != 1 || binary.BigEndian.Uint16(p[2:]) != 0x0800 || p[4] != 6 || p[5] != 4 {
+		if binary.BigEndian.Uint16(p) != 1 || binary.BigEndian.Uint16(p[2:]) != testpkt.EtherTypeIPv4 || p[4] != 6 || p[5] != 4 {
 			return PassNotOwned
 		}
 		if owned(netip.AddrFrom4([4]byte(p[24:28])))&OwnNeigh != 0 {
 			return RedirectNeigh
 		}
 		return PassNotOwned
-	case 0x0800:
+	case testpkt.EtherTypeIPv4:
 		if len(p) < 20 {
 			return PassMalformed
 		}
@@ -235,7 +236,7 @@ func reference(f []byte) Reason {
 			}
 		}
 		return PassNotOwned
-	case 0x86dd:
+	case testpkt.EtherTypeIPv6:
 		if len(p) < 40 || p[0]>>4 != 6 {
 			return PassMalformed
 		}
@@ -292,14 +293,14 @@ func reference(f []byte) Reason {
 // seedFrames are real frames of every kind the program tells apart.
 func seedFrames() [][]byte {
 	return [][]byte{
-		ipv4(peer4, own4, 17, l4(1, udpOwn, 8)),
-		ipv4(peer4, own4, 6, l4(1, tcpOwn, 20)),
-		ipv4(peer4, all4, 1, make([]byte, 8)),
-		arp(1, peer4, own4),
-		ipv6(peer6, own6, 6, l4(1, tcpOwn, 20)),
-		ipv6(peer6, snm6, 58, icmp6(135, own6)),
-		ipv6(peer6, own6, 58, icmp6(136, peer6)),
-		ipv6(peer6, own6, 44, make([]byte, 16)),
+		testpkt.IPv4(peer4, own4, testpkt.ProtoUDP, testpkt.L4(1, udpOwn, 8)),
+		testpkt.IPv4(peer4, own4, testpkt.ProtoTCP, testpkt.L4(1, tcpOwn, 20)),
+		testpkt.IPv4(peer4, all4, testpkt.ProtoICMP, make([]byte, 8)),
+		testpkt.ARP(1, peer4, own4),
+		testpkt.IPv6(peer6, own6, testpkt.ProtoTCP, testpkt.L4(1, tcpOwn, 20)),
+		testpkt.IPv6(peer6, snm6, testpkt.ProtoICMPv6, testpkt.NDP(testpkt.NeighborSolicitation, own6)),
+		testpkt.IPv6(peer6, own6, testpkt.ProtoICMPv6, testpkt.NDP(testpkt.NeighborAdvertisement, peer6)),
+		testpkt.IPv6(peer6, own6, testpkt.ProtoFragment, make([]byte, 16)),
 	}
 }
 

@@ -3,24 +3,15 @@ package offload
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"net/netip"
 	"testing"
+
+	"github.com/ustack-dev/ustack/internal/testpkt"
 )
 
-// reference is RFC 1071's algorithm, word by word.
-func reference(b []byte) uint16 {
-	var sum uint32
-	for len(b) >= 2 {
-		sum += uint32(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		sum += uint32(b[0]) << 8
-	}
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	return ^uint16(sum)
-}
+// reference is RFC 1071's algorithm, word by word (package testpkt's,
+// which shares no code with this package).
+var reference = testpkt.Checksum
 
 func TestChecksumMatchesReferenceEveryLength(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -54,107 +45,17 @@ func TestSumCombines(t *testing.T) {
 	}
 }
 
-func tcpFrame4(payload []byte) []byte {
-	f := make([]byte, 14+20+20+len(payload))
-	binary.BigEndian.PutUint16(f[12:], 0x0800)
-	ip := f[14:]
-	ip[0], ip[8], ip[9] = 0x45, 64, 6
-	binary.BigEndian.PutUint16(ip[2:], uint16(20+20+len(payload)))
-	copy(ip[12:], []byte{198, 18, 0, 1, 198, 18, 0, 10})
-	binary.BigEndian.PutUint16(ip[10:], reference(ip[:20]))
-	tcp := ip[20:]
-	binary.BigEndian.PutUint16(tcp[0:], 40000)
-	binary.BigEndian.PutUint16(tcp[2:], 7000)
-	tcp[12] = 5 << 4
-	tcp[13] = 0x18
-	copy(tcp[20:], payload)
-	pseudo := append(append([]byte{}, ip[12:20]...), 0, 6, byte(len(tcp)>>8), byte(len(tcp)))
-	sum := ^reference(append(pseudo, tcp...))
-	binary.BigEndian.PutUint16(tcp[16:], ^sum)
-	return f
-}
+var (
+	addr4a, addr4b = netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.10")
+	addr6a, addr6b = netip.MustParseAddr("2001:2::1"), netip.MustParseAddr("2001:2::10")
+)
 
-func tcpFrame6(payload []byte) []byte {
-	f := make([]byte, 14+40+20+len(payload))
-	binary.BigEndian.PutUint16(f[12:], 0x86dd)
-	ip := f[14:]
-	ip[0], ip[6], ip[7] = 0x60, 6, 64
-	binary.BigEndian.PutUint16(ip[4:], uint16(20+len(payload)))
-	ip[8], ip[9], ip[23] = 0x20, 0x01, 1
-	ip[24], ip[25], ip[39] = 0x20, 0x01, 0x10
-	tcp := ip[40:]
-	tcp[12] = 5 << 4
-	copy(tcp[20:], payload)
-	pseudo := append(append([]byte{}, ip[8:40]...), 0, 0, byte(len(tcp)>>8), byte(len(tcp)), 0, 0, 0, 6)
-	binary.BigEndian.PutUint16(tcp[16:], reference(append(pseudo, tcp...)))
-	return f
-}
-
-// udpFrame4 and udpFrame6 build UDP datagrams with correct checksums,
-// computed with the reference sum.
-func udpFrame4(payload []byte) []byte {
-	f := make([]byte, 14+20+8+len(payload))
-	binary.BigEndian.PutUint16(f[12:], 0x0800)
-	ip := f[14:]
-	ip[0], ip[8], ip[9] = 0x45, 64, 17
-	binary.BigEndian.PutUint16(ip[2:], uint16(20+8+len(payload)))
-	copy(ip[12:], []byte{198, 18, 0, 1, 198, 18, 0, 10})
-	binary.BigEndian.PutUint16(ip[10:], reference(ip[:20]))
-	udp := ip[20:]
-	binary.BigEndian.PutUint16(udp[0:], 40000)
-	binary.BigEndian.PutUint16(udp[2:], 7000)
-	binary.BigEndian.PutUint16(udp[4:], uint16(8+len(payload)))
-	copy(udp[8:], payload)
-	pseudo := append(append([]byte{}, ip[12:20]...), 0, 17, byte(len(udp)>>8), byte(len(udp)))
-	binary.BigEndian.PutUint16(udp[6:], udpSum(reference(append(pseudo, udp...))))
-	return f
-}
-
-func udpFrame6(payload []byte) []byte {
-	f := make([]byte, 14+40+8+len(payload))
-	binary.BigEndian.PutUint16(f[12:], 0x86dd)
-	ip := f[14:]
-	ip[0], ip[6], ip[7] = 0x60, 17, 64
-	binary.BigEndian.PutUint16(ip[4:], uint16(8+len(payload)))
-	ip[8], ip[9], ip[23] = 0x20, 0x01, 1
-	ip[24], ip[25], ip[39] = 0x20, 0x01, 0x10
-	udp := ip[40:]
-	binary.BigEndian.PutUint16(udp[4:], uint16(8+len(payload)))
-	copy(udp[8:], payload)
-	pseudo := append(append([]byte{}, ip[8:40]...), 0, 0, byte(len(udp)>>8), byte(len(udp)), 0, 0, 0, 17)
-	binary.BigEndian.PutUint16(udp[6:], udpSum(reference(append(pseudo, udp...))))
-	return f
-}
-
-// partial rewrites a TCP or UDP frame's checksum field the way a Linux
-// sender with checksum offload leaves it: the folded pseudo-header sum.
-func partial(f []byte) []byte {
-	f = append([]byte(nil), f...)
-	ip := f[14:]
-	var pseudo, seg []byte
-	var proto byte
-	if binary.BigEndian.Uint16(f[12:]) == 0x0800 {
-		seg, proto = ip[20:], ip[9]
-		pseudo = append(append([]byte{}, ip[12:20]...), 0, proto, byte(len(seg)>>8), byte(len(seg)))
-	} else {
-		seg, proto = ip[40:], ip[6]
-		pseudo = append(append([]byte{}, ip[8:40]...), 0, 0, byte(len(seg)>>8), byte(len(seg)), 0, 0, 0, proto)
-	}
-	off := 16
-	if proto == 17 {
-		off = 6
-	}
-	binary.BigEndian.PutUint16(seg[off:], ^reference(pseudo))
-	return f
-}
-
-// udpSum is a computed UDP checksum as sent: 0 goes on the wire as 0xffff.
-func udpSum(c uint16) uint16 {
-	if c == 0 {
-		return 0xffff
-	}
-	return c
-}
+// The frames the tests verify: TCP and UDP over IPv4 and IPv6 with valid
+// checksums, from package testpkt.
+func tcpFrame4(p []byte) []byte { return testpkt.TCP(addr4a, addr4b, 40000, 7000, p) }
+func tcpFrame6(p []byte) []byte { return testpkt.TCP(addr6a, addr6b, 40000, 7000, p) }
+func udpFrame4(p []byte) []byte { return testpkt.UDP(addr4a, addr4b, 40000, 7000, p) }
+func udpFrame6(p []byte) []byte { return testpkt.UDP(addr6a, addr6b, 40000, 7000, p) }
 
 func TestVerify(t *testing.T) {
 	for _, mk := range []func([]byte) []byte{tcpFrame4, tcpFrame6, udpFrame4, udpFrame6} {
@@ -308,4 +209,26 @@ func itoa(n int) string {
 		d = append([]byte{byte('0' + n%10)}, d...)
 	}
 	return string(d)
+}
+
+// partial rewrites a TCP or UDP frame's checksum field the way a Linux
+// sender with checksum offload leaves it: the folded pseudo-header sum.
+func partial(f []byte) []byte {
+	f = append([]byte(nil), f...)
+	ip := f[14:]
+	var pseudo, seg []byte
+	var proto byte
+	if binary.BigEndian.Uint16(f[12:]) == testpkt.EtherTypeIPv4 {
+		seg, proto = ip[20:], ip[9]
+		pseudo = append(append([]byte{}, ip[12:20]...), 0, proto, byte(len(seg)>>8), byte(len(seg)))
+	} else {
+		seg, proto = ip[40:], ip[6]
+		pseudo = append(append([]byte{}, ip[8:40]...), 0, 0, byte(len(seg)>>8), byte(len(seg)), 0, 0, 0, proto)
+	}
+	off := 16
+	if proto == testpkt.ProtoUDP {
+		off = 6
+	}
+	binary.BigEndian.PutUint16(seg[off:], ^reference(pseudo))
+	return f
 }

@@ -38,8 +38,10 @@ func (v Verdict) String() string {
 }
 
 const (
-	protoTCP = 6
-	protoUDP = 17
+	etherTypeIPv4 = 0x0800
+	etherTypeIPv6 = 0x86dd
+	protoTCP      = 6
+	protoUDP      = 17
 )
 
 // Verify checks the TCP or UDP checksum (and for IPv4 the header
@@ -56,7 +58,7 @@ func Verify(frame []byte) Verdict {
 	var sum uint64
 	var proto byte
 	switch binary.BigEndian.Uint16(frame[12:]) {
-	case 0x0800:
+	case etherTypeIPv4:
 		if len(ip) < 20 || ip[0]>>4 != 4 {
 			return Unchecked
 		}
@@ -77,7 +79,7 @@ func Verify(frame []byte) Verdict {
 			return udpLength(seg)
 		}
 		sum = PseudoHeader4(ip[12:16], ip[16:20], proto, len(seg))
-	case 0x86dd:
+	case etherTypeIPv6:
 		if len(ip) < 40 || ip[0]>>4 != 6 {
 			return Unchecked
 		}

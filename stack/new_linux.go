@@ -46,32 +46,16 @@ func New(cfg Config) (_ *Stack, err error) {
 			}
 		}
 	}()
-	prog, err := bpf.Load()
-	if err != nil {
-		if errors.Is(err, unix.EPERM) {
-			return nil, fmt.Errorf("%w: %w", ErrPermission, err)
-		}
-		return nil, err
-	}
-	undo = append(undo, prog.Close)
-	mode := bpf.AttachAuto
-	if cfg.ForceGenericXDP {
-		mode = bpf.AttachGeneric
-	}
-	got, err := prog.Attach(ifc.Index, mode)
-	if err != nil {
-		return nil, err
-	}
-	if got == bpf.AttachGeneric && !cfg.ForceGenericXDP {
-		cfg.Logf("ustack: %s: native XDP unavailable, using generic mode (slower; on veth the peer keeps TSO on)", cfg.Interface)
-	}
-
 	umem, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: uint32(cfg.Queues) * 3 * cfg.RingSize, FrameSize: cfg.FrameSize})
 	if err != nil {
 		return nil, err
 	}
 	undo = append(undo, umem.Close)
 	var ios []frameIO
+	steer := bpf.Steering{Ifindex: ifc.Index, Mode: bpf.AttachAuto}
+	if cfg.ForceGenericXDP {
+		steer.Mode = bpf.AttachGeneric
+	}
 	for q := 0; q < cfg.Queues; q++ {
 		sock, err := xsk.Open(umem, xsk.Config{
 			Interface: cfg.Interface, Queue: q,
@@ -83,15 +67,22 @@ func New(cfg Config) (_ *Stack, err error) {
 		}
 		io := newXSKIO(sock)
 		undo = append(undo, io.Close)
-		if err := prog.SetSocket(q, sock.FD()); err != nil {
-			return nil, err
-		}
 		ios = append(ios, io)
+		steer.Sockets = append(steer.Sockets, sock.FD())
 	}
 	for _, a := range cfg.Addrs {
-		if err := prog.Own(a.Addr(), bpf.OwnHost); err != nil {
-			return nil, err
+		steer.Owned = append(steer.Owned, bpf.Owned{Addr: a.Addr(), Flags: bpf.OwnHost})
+	}
+	prog, got, err := bpf.Setup(steer)
+	if err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("%w: %w", ErrPermission, err)
 		}
+		return nil, err
+	}
+	undo = append(undo, prog.Close)
+	if got == bpf.AttachGeneric && !cfg.ForceGenericXDP {
+		cfg.Logf("ustack: %s: native XDP unavailable, using generic mode (slower; on veth the peer keeps TSO on)", cfg.Interface)
 	}
 	// A veth peer is the local kernel, which hands over TCP and UDP with
 	// checksums left for offload unless its TX checksum offload is off.

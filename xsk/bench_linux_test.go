@@ -1,12 +1,11 @@
 package xsk_test
 
 import (
-	"encoding/binary"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/ustack-dev/ustack/internal/reflector"
+	"github.com/ustack-dev/ustack/internal/testpkt"
 	"github.com/ustack-dev/ustack/vethtest"
 	"github.com/ustack-dev/ustack/xsk"
 )
@@ -14,29 +13,8 @@ import (
 // udpFrame builds a 64-byte UDP/IPv4 frame from the Kernel host to the
 // owned address, with valid checksums.
 func udpFrame(p *vethtest.Pair) []byte {
-	f := make([]byte, 14+20+8+22)
-	copy(f[0:6], p.Ustack.MAC)
-	copy(f[6:12], p.Kernel.MAC)
-	binary.BigEndian.PutUint16(f[12:], 0x0800)
-	ip := f[14:]
-	ip[0], ip[8], ip[9] = 0x45, 64, 17
-	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
-	src, dst := vethtest.KernelIPv4.As4(), vethtest.UstackIPv4.As4()
-	copy(ip[12:], src[:])
-	copy(ip[16:], dst[:])
-	var s uint32
-	for i := 0; i < 20; i += 2 {
-		s += uint32(binary.BigEndian.Uint16(ip[i:]))
-	}
-	for s > 0xffff {
-		s = s>>16 + s&0xffff
-	}
-	binary.BigEndian.PutUint16(ip[10:], ^uint16(s))
-	udp := ip[20:]
-	binary.BigEndian.PutUint16(udp[0:], 40000)
-	binary.BigEndian.PutUint16(udp[2:], udpPort)
-	binary.BigEndian.PutUint16(udp[4:], uint16(len(udp)))
-	binary.BigEndian.PutUint16(udp[6:], reflector.ChecksumUDP4(ip[12:16], ip[16:20], udp))
+	f := testpkt.UDP(vethtest.KernelIPv4, vethtest.UstackIPv4, 40000, udpPort, make([]byte, 22))
+	testpkt.SetMACs(f, p.Ustack.MAC, p.Kernel.MAC)
 	return f
 }
 

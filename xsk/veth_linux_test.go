@@ -51,19 +51,12 @@ func newRig(t testing.TB, queues int) *rig {
 	u := r.pair.Ustack
 	err := u.Do(func() error {
 		var err error
-		if r.prog, err = bpf.Load(); err != nil {
-			return err
-		}
-		mode, err := r.prog.Attach(u.Ifindex, bpf.AttachAuto)
-		if err != nil {
-			return err
-		}
-		if mode != bpf.AttachNative {
-			return fmt.Errorf("attached in %v mode, want native on veth", mode)
-		}
 		if r.umem, err = xsk.NewUMEM(xsk.UMEMConfig{FrameCount: uint32(queues) * 2048}); err != nil {
 			return err
 		}
+		steer := bpf.Steering{Ifindex: u.Ifindex, Mode: bpf.AttachAuto,
+			Owned: []bpf.Owned{{Addr: vethtest.UstackIPv4, Flags: bpf.OwnNeigh | bpf.OwnICMP}},
+			Ports: []bpf.OwnedPort{{Addr: vethtest.UstackIPv4, Proto: bpf.UDP, Port: udpPort}}}
 		for q := 0; q < queues; q++ {
 			s, err := xsk.Open(r.umem, xsk.Config{Interface: u.Link, Queue: q})
 			if err != nil {
@@ -73,14 +66,16 @@ func newRig(t testing.TB, queues int) *rig {
 			if s.ZeroCopy() {
 				return errors.New("veth socket reports zero-copy")
 			}
-			if err := r.prog.SetSocket(q, s.FD()); err != nil {
-				return err
-			}
+			steer.Sockets = append(steer.Sockets, s.FD())
 		}
-		if err := r.prog.Own(vethtest.UstackIPv4, bpf.OwnNeigh|bpf.OwnICMP); err != nil {
+		var mode bpf.AttachMode
+		if r.prog, mode, err = bpf.Setup(steer); err != nil {
 			return err
 		}
-		return r.prog.OwnPort(vethtest.UstackIPv4, bpf.UDP, udpPort)
+		if mode != bpf.AttachNative {
+			return fmt.Errorf("attached in %v mode, want native on veth", mode)
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

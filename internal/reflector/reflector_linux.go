@@ -11,6 +11,11 @@ import (
 	"github.com/ustack-dev/ustack/xsk"
 )
 
+const (
+	etherTypeIPv4 = 0x0800
+	etherTypeARP  = 0x0806
+)
+
 // Responder is the reflector's packet logic, apart from any socket: it
 // rewrites a received frame in place into its reply. The benchmark's
 // floor-asavie drives it over another AF_XDP library, so the two floors
@@ -87,7 +92,7 @@ func (r *Responder) Handle(f []byte) bool {
 		return false
 	}
 	switch binary.BigEndian.Uint16(f[12:]) {
-	case 0x0806:
+	case etherTypeARP:
 		a := f[14:]
 		if len(a) < 28 || binary.BigEndian.Uint16(a[6:]) != 1 || !bytes.Equal(a[24:28], r.IP[:]) {
 			r.Ignored.Add(1)
@@ -104,7 +109,7 @@ func (r *Responder) Handle(f []byte) bool {
 		copy(a[8:14], r.MAC)
 		copy(a[14:18], r.IP[:])
 		return true
-	case 0x0800:
+	case etherTypeIPv4:
 		ip := f[14:]
 		if len(ip) < 20 || ip[9] != 17 {
 			r.Ignored.Add(1)

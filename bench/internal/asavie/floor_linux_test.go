@@ -23,22 +23,13 @@ func TestPrivilegedFloorReflects(t *testing.T) {
 	var prog *bpf.Program
 	var f *Floor
 	err := pair.Ustack.Do(func() (err error) {
-		if prog, err = bpf.Load(); err != nil {
-			return err
-		}
-		if _, err := prog.Attach(pair.Ustack.Ifindex, bpf.AttachNative); err != nil {
-			return err
-		}
 		if f, err = Open(pair.Ustack.Ifindex, 0); err != nil {
 			return err
 		}
-		if err := prog.SetSocket(0, f.FD()); err != nil {
-			return err
-		}
-		if err := prog.Own(vethtest.UstackIPv4, bpf.OwnNeigh); err != nil {
-			return err
-		}
-		return prog.OwnPort(vethtest.UstackIPv4, bpf.UDP, port)
+		prog, _, err = bpf.Setup(bpf.Steering{Ifindex: pair.Ustack.Ifindex, Mode: bpf.AttachNative, Sockets: []int{f.FD()},
+			Owned: []bpf.Owned{{Addr: vethtest.UstackIPv4, Flags: bpf.OwnNeigh}},
+			Ports: []bpf.OwnedPort{{Addr: vethtest.UstackIPv4, Proto: bpf.UDP, Port: port}}})
+		return err
 	})
 	if prog != nil {
 		defer prog.Close()
