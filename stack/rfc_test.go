@@ -119,14 +119,7 @@ func TestRFCOutOfWindowData(t *testing.T) {
 	p.Expect(seg{Flags: "A", Seq: 1, Ack: 6})
 	p.Send(seg{Flags: "PA", Seq: 6, Ack: 1, Payload: []byte(" world")})
 	p.Expect(seg{Flags: "A", Seq: 1, Ack: 12})
-	var got []byte
-	for len(got) < len("hello world") {
-		b := readAvailable(t, c, time.Second)
-		if len(b) == 0 {
-			break
-		}
-		got = append(got, b...)
-	}
+	got := readUpTo(t, c, len("hello world"))
 	if string(got) != "hello world" {
 		t.Fatalf("application read %q, want %q", got, "hello world")
 	}
@@ -197,14 +190,7 @@ func TestRFCZeroWindow(t *testing.T) {
 	p.Expect(seg{Flags: "A", Seq: 1, Ack: nxt, Win: zeroWin})
 	p.ExpectNothing(50 * time.Millisecond)
 
-	var got []byte
-	for len(got) < len(sent) {
-		b := readAvailable(t, c, time.Second)
-		if len(b) == 0 {
-			break
-		}
-		got = append(got, b...)
-	}
+	got := readUpTo(t, c, len(sent))
 	if !bytes.Equal(got, sent) {
 		t.Fatalf("application read %d bytes, want the %d sent", len(got), len(sent))
 	}
@@ -288,14 +274,7 @@ func TestRFCPAWS(t *testing.T) {
 	p.Expect(seg{Flags: "A", Seq: 1, Ack: 6})
 	p.Send(seg{Flags: "PA", Seq: 6, Ack: 1, Payload: []byte(" world")})
 	p.Expect(seg{Flags: "A", Seq: 1, Ack: 12})
-	var got []byte
-	for len(got) < len("hello world") {
-		b := readAvailable(t, c, time.Second)
-		if len(b) == 0 {
-			break
-		}
-		got = append(got, b...)
-	}
+	got := readUpTo(t, c, len("hello world"))
 	if string(got) != "hello world" {
 		t.Fatalf("application read %q, want %q", got, "hello world")
 	}

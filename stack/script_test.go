@@ -584,6 +584,21 @@ func readAvailable(t testing.TB, c net.Conn, d time.Duration) []byte {
 	return buf[:n]
 }
 
+// readUpTo reads from c until it has n bytes or a read finds nothing for
+// a second.
+func readUpTo(t testing.TB, c net.Conn, n int) []byte {
+	t.Helper()
+	var got []byte
+	for len(got) < n {
+		b := readAvailable(t, c, time.Second)
+		if len(b) == 0 {
+			break
+		}
+		got = append(got, b...)
+	}
+	return got
+}
+
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
