@@ -120,7 +120,7 @@ case "${1:-}" in
 	name=${2:-}
 	[[ "$name" =~ ^[a-z0-9-]+$ ]] || die "-mkpatch needs a name of lowercase letters, digits and dashes"
 	build "$tmp/a"
-	n=$(ls "$patches"/*.patch 2>/dev/null | wc -l)
+	n=$( (ls "$patches"/*.patch 2>/dev/null || true) | wc -l)
 	out=$(printf '%s/%04d-%s.patch' "$patches" $((n + 1)) "$name")
 	mkdir -p "$patches"
 	(cd "$tmp" && ln -s "$copy" b && diff -ruN a b/ >"$tmp/patch") && die "no difference to make a patch of"
