@@ -153,7 +153,7 @@ func TestMemBulkWithLoss(t *testing.T) {
 	mp := newMemPair(t, Adaptive)
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(7, 7))
-	drop := func() bool { mu.Lock(); defer mu.Unlock(); return rng.IntN(100) == 0 }
+	drop := func([]byte) bool { mu.Lock(); defer mu.Unlock(); return rng.IntN(100) == 0 }
 	mp.pa.drop, mp.pb.drop = drop, drop
 	ln, err := mp.b.Listen("tcp", ":9")
 	if err != nil {

@@ -28,8 +28,9 @@ type memPort struct {
 
 	// drop, when set, is asked for every frame enqueued and discards it
 	// when it returns true; mangle, when set, may change every frame
-	// enqueued (fault injection in tests). TX side only.
-	drop   func() bool
+	// enqueued (fault injection in tests). TX side only. Neither may keep
+	// the frame.
+	drop   func(frame []byte) bool
 	mangle func(frame []byte)
 }
 
@@ -110,7 +111,7 @@ func (m *memPort) Enqueue(descs []xsk.Desc) int {
 	idx, n := m.out.Reserve(uint32(len(descs)))
 	k := uint32(0)
 	for i := uint32(0); i < n; i++ {
-		if m.drop != nil && m.drop() {
+		if m.drop != nil && m.drop(m.arena[descs[i].Addr:descs[i].Addr+uint64(descs[i].Len)]) {
 			m.free = append(m.free, descs[i].Addr)
 			continue
 		}
