@@ -164,7 +164,7 @@ func TestMemBulkWithLoss(t *testing.T) {
 	mp := newMemPair(t, Adaptive)
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(7, 7))
-	drop := func() bool { mu.Lock(); defer mu.Unlock(); return rng.IntN(100) == 0 }
+	drop := func([]byte) bool { mu.Lock(); defer mu.Unlock(); return rng.IntN(100) == 0 }
 	mp.pa.setDrop(drop)
 	mp.pb.setDrop(drop)
 	ln, err := mp.b.Listen("tcp", ":9")

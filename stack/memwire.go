@@ -38,13 +38,14 @@ type memEnd struct {
 	// drop, when set, is asked for every frame enqueued and discards it
 	// when it returns true; mangle, when set, may see and change every
 	// frame enqueued (fault injection and taps in tests). Called on the
-	// TX side; set at any time with setDrop and setMangle.
-	drop   atomic.Pointer[func() bool]
+	// TX side; set at any time with setDrop and setMangle. Neither may
+	// keep the frame.
+	drop   atomic.Pointer[func(frame []byte) bool]
 	mangle atomic.Pointer[func(frame []byte)]
 }
 
-func (m *memEnd) setDrop(f func() bool)          { m.drop.Store(&f) }
-func (m *memEnd) setMangle(f func(frame []byte)) { m.mangle.Store(&f) }
+func (m *memEnd) setDrop(f func(frame []byte) bool) { m.drop.Store(&f) }
+func (m *memEnd) setMangle(f func(frame []byte))    { m.mangle.Store(&f) }
 
 // newMemWire returns the two ends of a wire with frames frames of
 // frameSize bytes per direction. frames must be a power of two.
@@ -128,7 +129,7 @@ func (m *memEnd) Enqueue(descs []xsk.Desc) int {
 	idx, n := m.out.Reserve(uint32(len(descs)))
 	k := uint32(0)
 	for i := uint32(0); i < n; i++ {
-		if drop != nil && (*drop)() {
+		if drop != nil && (*drop)(m.arena[descs[i].Addr:descs[i].Addr+uint64(descs[i].Len)]) {
 			m.free = append(m.free, descs[i].Addr)
 			continue
 		}

@@ -45,6 +45,11 @@ type Stats struct {
 	IPPacketsReceived, IPPacketsSent, IPMalformed                                         uint64
 	// Trace is the latency breakdown, nil unless Config.Trace.
 	Trace *TraceStats
+
+	// TCP loss recovery: retransmission timeouts, fast (SACK/RACK-driven)
+	// retransmissions, entries into SACK recovery, and recoveries a tail
+	// loss probe triggered.
+	TCPTimeouts, TCPFastRetransmits, TCPSACKRecoveries, TCPTLPRecoveries uint64
 }
 
 // Stats returns a snapshot of the stack's counters. Errors reading the
@@ -77,6 +82,10 @@ func (s *Stack) Stats() Stats {
 	st.TCPChecksumErrors = ns.TCP.ChecksumErrors.Value()
 	st.TCPResetsSent = ns.TCP.ResetsSent.Value()
 	st.TCPCurrentEstablished = ns.TCP.CurrentEstablished.Value()
+	st.TCPTimeouts = ns.TCP.Timeouts.Value()
+	st.TCPFastRetransmits = ns.TCP.FastRetransmit.Value()
+	st.TCPSACKRecoveries = ns.TCP.SACKRecovery.Value()
+	st.TCPTLPRecoveries = ns.TCP.TLPRecovery.Value()
 	st.UDPPacketsReceived = ns.UDP.PacketsReceived.Value()
 	st.UDPPacketsSent = ns.UDP.PacketsSent.Value()
 	st.UDPChecksumErrors = ns.UDP.ChecksumErrors.Value()

@@ -90,23 +90,19 @@ func (rc *rackControl) update(seg *segment, ackSeg *segment) {
 	// detectLoss already uses ackSeg.rcvdTime; this keeps update consistent.
 	rtt := ackSeg.rcvdTime.Sub(seg.xmitTime)
 
-	// If the ACK is for a retransmitted packet, do not update if it is a
-	// spurious inference which is determined by below checks:
-	// 1. When Timestamping option is available, if the TSVal is less than
-	// the transmit time of the most recent retransmitted packet.
-	// 2. When RTT calculated for the packet is less than the smoothed RTT
-	// for the connection.
-	// See: https://tools.ietf.org/html/draft-ietf-tcpm-rack-08#section-7.2
-	// step 2
-	if seg.xmitCount > 1 {
-		if ackSeg.parsedOptions.TS && ackSeg.parsedOptions.TSEcr != 0 {
-			if ackSeg.parsedOptions.TSEcr < rc.snd.ep.tsVal(seg.xmitTime) {
-				return
-			}
-		}
-		if rtt < rc.minRTT {
-			return
-		}
+	// If the ACK is for a retransmitted packet, it is ambiguous whether it
+	// acknowledges the retransmission or an earlier transmission: do not
+	// update if the RTT it implies is shorter than the minimum RTT, as
+	// Linux's tcp_rack_advance does.
+	//
+	// Unlike draft-ietf-tcpm-rack-08 section 7.2 step 2 (and RFC 8985),
+	// do not also require TSEcr to echo the retransmission: a receiver
+	// echoes the TSval of the last in-order segment (RFC 7323 section
+	// 4.3), so the SACK of a retransmission above a hole never does, and
+	// RACK would never learn that the retransmission arrived. The hole
+	// below it would then wait for the retransmission timeout.
+	if seg.xmitCount > 1 && rtt < rc.minRTT {
+		return
 	}
 
 	rc.RTT = rtt
