@@ -117,7 +117,14 @@ type Config struct {
 	// received batch at once). An ACK still goes at once for every second
 	// full-sized segment, for out-of-order data and for a FIN.
 	DelayedAck time.Duration
-	// CongestionControl is "cubic" (default) or "reno".
+	// CongestionControl is "reno" (default) or "cubic". netstack's CUBIC
+	// grows the window by elapsed time over a smoothed RTT floored at
+	// 1 ms, so on a LAN whose round trip is tens of microseconds it stays
+	// at a few segments after a loss, and most losses then wait for a
+	// retransmission timeout: measured here, 16 MiB echoed through 2%
+	// loss took 1.4–2.0 s with it and 0.4 s with Reno (the kernel: 0.07
+	// s). Reno counts ACKs, as Linux's CUBIC does in its Reno-friendly
+	// region, which is where it runs on such a path.
 	CongestionControl string
 	// Trace records a latency breakdown of request/response traffic: the
 	// time from a request's frame leaving the RX ring to netstack being
@@ -150,7 +157,7 @@ func (c *Config) setDefaults() {
 		c.TCPReceiveBuffer = 1 << 20
 	}
 	if c.CongestionControl == "" {
-		c.CongestionControl = "cubic"
+		c.CongestionControl = "reno"
 	}
 	if c.DelayedAck == 0 {
 		c.DelayedAck = 500 * time.Microsecond
