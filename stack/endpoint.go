@@ -42,8 +42,6 @@ type queue struct {
 	// only then may a kick be left to it.
 	spinning atomic.Bool
 	trace    *tracer // the endpoint's, nil unless tracing
-	// kickWanted is set when data was queued for the worker to kick.
-	kickWanted atomic.Bool
 }
 
 // endpoint is the netstack link endpoint over a set of queues.

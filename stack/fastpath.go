@@ -25,6 +25,13 @@ type segmentQueuer interface {
 type fastPath struct {
 	ns  *gstack.Stack
 	tcp segmentQueuer
+	// netstack's IP counters the skipped layers would have counted.
+	received, valid, delivered *tcpip.StatCounter
+}
+
+func newFastPath(ns *gstack.Stack, tcp segmentQueuer) *fastPath {
+	ip := ns.Stats().IP
+	return &fastPath{ns: ns, tcp: tcp, received: ip.PacketsReceived, valid: ip.ValidPacketsReceived, delivered: ip.PacketsDelivered}
 }
 
 // deliver queues frame to its connection and reports whether it did; the
@@ -64,10 +71,9 @@ func (f *fastPath) deliver(frame []byte, deferrer gstack.Deferrer) bool {
 	pkt.PktType = tcpip.PacketHost
 	pkt.RXChecksumValidated = true
 	pkt.Deferrer = deferrer
-	st := f.ns.Stats()
-	st.IP.PacketsReceived.Increment()
-	st.IP.ValidPacketsReceived.Increment()
-	st.IP.PacketsDelivered.Increment()
+	f.received.Increment()
+	f.valid.Increment()
+	f.delivered.Increment()
 	f.tcp.QueuePacket(ep, id, pkt)
 	return true
 }

@@ -14,7 +14,6 @@ func (q *queue) flushTx() {
 	if q.io.TxQueued() == 0 {
 		return
 	}
-	q.kickWanted.Store(false)
 	q.kick()
 }
 
@@ -34,7 +33,6 @@ func (q *queue) kick() error {
 func (q *queue) stopSpinning() {
 	q.spinning.Store(false)
 	if q.io.TxQueued() > 0 {
-		q.kickWanted.Store(false)
 		q.kick()
 	}
 }

@@ -57,10 +57,11 @@ func (e *endpoint) worker(i int, q *queue) {
 			}
 			q.io.Recycle(q.rxDescs[:n])
 			idle = 0
-			// Delivery readied netstack's TCP processor and the
-			// application goroutines, most likely into this P's
-			// runnext: let them run here and now rather than wait to
-			// be stolen.
+			// The TCP processing in deliver readied the application
+			// goroutines it had data for, most likely into this P's
+			// runnext: let them run (and write their replies before
+			// the next kick) here and now rather than wait to be
+			// stolen.
 			runtime.Gosched()
 			continue
 		}

@@ -83,7 +83,7 @@ func newStack(cfg Config, ios []frameIO, link linkInfo, owner portOwner) (*Stack
 	})
 	s := &Stack{cfg: cfg, ns: ns, ep: ep, addrs: cfg.Addrs}
 	if q, ok := ns.TransportProtocolInstance(tcp.ProtocolNumber).(segmentQueuer); ok && !cfg.NoEarlyDemux {
-		ep.fast = &fastPath{ns: ns, tcp: q}
+		ep.fast = newFastPath(ns, q)
 	}
 	s.ports = newPortTable(owner)
 	fail := func(err error) (*Stack, error) {

@@ -60,14 +60,12 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 	case q.io.TxQueued() >= batchSize:
 		// A full batch is waiting: send it now rather than after the
 		// worker's next turn.
-		q.kickWanted.Store(false)
 		q.kickQueued()
 	case q.spinning.Load():
 		// The spinning worker kicks at the top of its next loop, once
 		// for everything writers queued meanwhile: after a delivery it
 		// yields to the readied goroutines first, so their replies
 		// leave in one batch.
-		q.kickWanted.Store(true)
 		q.kickIfWorkerStopped()
 	default:
 		q.kickQueued()
