@@ -34,6 +34,7 @@ var lossRuns = flag.Int("lossruns", 2, "TestPrivilegedEchoUnderLoss: transfers p
 // recovery counters beside each other; it asserts no timing (figures
 // belong to benchmarks).
 func TestPrivilegedEchoUnderLoss(t *testing.T) {
+	vethtest.Tools(t, "nft", "ethtool")
 	p, s := newVethStack(t, vethtest.Options{}, Config{})
 	for _, h := range []*vethtest.Host{p.Kernel, p.Ustack} {
 		// Frames the rule sees are the frames on the wire: no TSO/GSO

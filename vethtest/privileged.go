@@ -2,6 +2,7 @@ package vethtest
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,4 +35,26 @@ func isTrue(v string) bool {
 		return true
 	}
 	return false
+}
+
+// Tools checks that the named commands are on PATH, as some privileged
+// tests need them (nft, ethtool). A missing one skips the test, or fails
+// it under CI, which must install them.
+func Tools(t testing.TB, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := exec.LookPath(n); err != nil {
+			if ci := os.Getenv("CI"); isTrue(ci) {
+				t.Fatalf("test would skip under CI=%s: %s is not installed", ci, n)
+			}
+			t.Skipf("needs %s (Debian: apt-get install %s)", n, debianPackage(n))
+		}
+	}
+}
+
+func debianPackage(cmd string) string {
+	if cmd == "nft" {
+		return "nftables"
+	}
+	return cmd
 }
