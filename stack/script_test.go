@@ -240,29 +240,40 @@ func (p *scriptPeer) listen() net.Listener {
 func (p *scriptPeer) Connect() net.Conn {
 	p.t.Helper()
 	ln := p.listen()
+	accepted := p.start(ln.Accept)
 	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
 	p.Send(seg{Flags: "S", Seq: 0})
 	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
 	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
+	return accepted("ustack completed no connection after the handshake")
+}
+
+// start runs open (ustack's Accept or Dial) while the script drives the
+// handshake, and returns a function that waits for its connection,
+// failing the test with late if it errs or takes longer than scriptWait.
+func (p *scriptPeer) start(open func() (net.Conn, error)) func(late string) net.Conn {
 	type result struct {
 		c   net.Conn
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		c, err := ln.Accept()
+		c, err := open()
 		done <- result{c, err}
 	}()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			p.t.Fatal(r.err)
+	return func(late string) net.Conn {
+		p.t.Helper()
+		select {
+		case r := <-done:
+			if r.err != nil {
+				p.t.Fatal(r.err)
+			}
+			p.t.Cleanup(func() { r.c.Close() })
+			return r.c
+		case <-time.After(scriptWait):
+			p.t.Fatal(late)
+			return nil
 		}
-		p.t.Cleanup(func() { r.c.Close() })
-		return r.c
-	case <-time.After(scriptWait):
-		p.t.Fatal("ustack completed no connection after the handshake")
-		return nil
 	}
 }
 
@@ -274,29 +285,11 @@ func (p *scriptPeer) Accept() net.Conn {
 	if p.o.IPv6 {
 		network = "tcp6"
 	}
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		c, err := p.s.Dial(network, p.local.String())
-		done <- result{c, err}
-	}()
+	dialed := p.start(func() (net.Conn, error) { return p.s.Dial(network, p.local.String()) })
 	p.Expect(seg{Flags: "S", Seq: 0})
 	p.Send(seg{Flags: "SA", Seq: 0, Ack: 1})
 	p.Expect(seg{Flags: "A", Seq: 1, Ack: 1})
-	select {
-	case r := <-done:
-		if r.err != nil {
-			p.t.Fatal(r.err)
-		}
-		p.t.Cleanup(func() { r.c.Close() })
-		return r.c
-	case <-time.After(scriptWait):
-		p.t.Fatal("dial did not return after the handshake")
-		return nil
-	}
+	return dialed("dial did not return after the handshake")
 }
 
 // Send injects s into ustack. A SYN carries the options scriptOptions

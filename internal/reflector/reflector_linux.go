@@ -38,6 +38,17 @@ type Reflector struct {
 	Spin bool
 }
 
+// Done reports whether a reflector loop should end: stop is closed or the
+// deadline has passed. Loops call it every few hundred polls.
+func Done(stop <-chan struct{}, deadline time.Time) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+	}
+	return time.Now().After(deadline)
+}
+
 // Run serves until stop is closed or limit passes (a bound for tests and
 // benchmarks that forget to stop it).
 func (r *Reflector) Run(stop <-chan struct{}, limit time.Duration) {
@@ -47,15 +58,8 @@ func (r *Reflector) Run(stop <-chan struct{}, limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	u := r.Sock.UMEM()
 	for idle := 0; ; idle++ {
-		if idle%256 == 0 {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if time.Now().After(deadline) {
-				return
-			}
+		if idle%256 == 0 && Done(stop, deadline) {
+			return
 		}
 		r.Sock.CompleteToFill()
 		n := r.Sock.Receive(descs)

@@ -48,15 +48,8 @@ func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	tx := make([]xdp.Desc, 0, 64)
 	for idle := 0; ; idle++ {
-		if idle%256 == 0 {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if time.Now().After(deadline) {
-				return
-			}
+		if idle%256 == 0 && reflector.Done(stop, deadline) {
+			return
 		}
 		if n := f.sock.NumCompleted(); n > 0 {
 			f.sock.Complete(n)
