@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/ustack-dev/ustack/bench/internal/asavie"
@@ -117,19 +118,25 @@ func startGVisorXDP(iface string, addr netip.AddrPort) (_ func(), err error) {
 			u.run()
 		}
 	}()
-	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW, 0)
-	if err != nil {
-		return nil, err
-	}
-	ep, err := xdp.New(&xdp.Options{
-		FD:             fd,
-		Address:        tcpip.LinkAddress(ifc.MAC),
-		InterfaceIndex: ifc.Index,
-		Bind:           true,
-		QueueID:        0,
+	var fd int
+	var ep gstack.LinkEndpoint
+	err = whileBusy(func() error {
+		if fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW, 0); err != nil {
+			return err
+		}
+		ep, err = xdp.New(&xdp.Options{
+			FD:             fd,
+			Address:        tcpip.LinkAddress(ifc.MAC),
+			InterfaceIndex: ifc.Index,
+			Bind:           true,
+			QueueID:        0,
+		})
+		if err != nil {
+			unix.Close(fd)
+		}
+		return err
 	})
 	if err != nil {
-		unix.Close(fd)
 		return nil, fmt.Errorf("gvisor xdp endpoint: %w", err)
 	}
 	if err := steer(u, ifc, fd, bpf.Owned{Addr: addr.Addr(), Flags: bpf.OwnAll | bpf.OwnNeigh}, 0); err != nil {
@@ -165,6 +172,22 @@ func startGVisorXDP(iface string, addr netip.AddrPort) (_ func(), err error) {
 	// gVisor's endpoint never closes its socket or UMEM; the process
 	// exits right after, which releases them.
 	return u.run, nil
+}
+
+// whileBusy runs open until it succeeds, fails other than with EBUSY, or a
+// second (xsk.DefaultBusyWait) has passed. The kernel frees the previous
+// contender's queue asynchronously after its process exits; ustack's xsk
+// waits for that itself, but gVisor's and asavie's sockets fail at once,
+// and both format the errno with %v, so its text is all there is to test.
+func whileBusy(open func() error) error {
+	deadline := time.Now().Add(xsk.DefaultBusyWait)
+	for {
+		err := open()
+		if err == nil || !strings.Contains(err.Error(), unix.EBUSY.Error()) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // startFloor runs the raw AF_XDP UDP reflector: no TCP/IP stack at all.
@@ -217,8 +240,8 @@ func startFloorAsavie(iface string, port uint16) (_ func(), err error) {
 			u.run()
 		}
 	}()
-	f, err := asavie.Open(ifc.Index, 0)
-	if err != nil {
+	var f *asavie.Floor
+	if err := whileBusy(func() (err error) { f, err = asavie.Open(ifc.Index, 0); return err }); err != nil {
 		return nil, err
 	}
 	u.add(func() { f.Close() })

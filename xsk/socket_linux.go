@@ -149,12 +149,12 @@ func Open(u *UMEM, cfg Config) (_ *Socket, err error) {
 			sa.Flags |= unix.XDP_USE_NEED_WAKEUP
 		}
 	}
-	if err := unix.Bind(fd, sa); err != nil {
+	if err := bindRetrying(fd, sa, cfg.BusyWait); err != nil {
 		switch {
 		case cfg.Mode == BindZeroCopy && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)):
 			return nil, fmt.Errorf("bind %s queue %d: %w: %w", cfg.Interface, cfg.Queue, ErrZeroCopy, err)
 		case errors.Is(err, unix.EBUSY):
-			return nil, fmt.Errorf("bind %s queue %d: %w (another AF_XDP socket holds the queue)", cfg.Interface, cfg.Queue, err)
+			return nil, fmt.Errorf("bind %s queue %d: %w (another AF_XDP socket has held the queue for %v)", cfg.Interface, cfg.Queue, err, max(cfg.BusyWait, 0))
 		case errors.Is(err, unix.EPERM):
 			return nil, fmt.Errorf("bind %s queue %d: %w: %w", cfg.Interface, cfg.Queue, ErrPermission, err)
 		}
@@ -187,6 +187,23 @@ func Open(u *UMEM, cfg Config) (_ *Socket, err error) {
 	openSockets.Add(1)
 	s.Refill()
 	return s, nil
+}
+
+// bindRetrying binds fd, retrying for up to wait while the queue is busy:
+// the kernel releases a closed socket's queue asynchronously (its buffer
+// pool is freed from a work queue), so a bind right after the previous
+// owner's close or exit can fail with EBUSY for a few milliseconds.
+func bindRetrying(fd int, sa *unix.SockaddrXDP, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	pause := 100 * time.Microsecond
+	for {
+		err := unix.Bind(fd, sa)
+		if !errors.Is(err, unix.EBUSY) || !time.Now().Before(deadline) {
+			return err
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 20*time.Millisecond)
+	}
 }
 
 func (s *Socket) mapRings(off unix.XDPMmapOffsets) error {

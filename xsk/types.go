@@ -3,6 +3,7 @@ package xsk
 import (
 	"fmt"
 	"net"
+	"time"
 )
 
 // Interface is what ustack needs to know of a network interface, as
@@ -96,7 +97,17 @@ type Config struct {
 	// the rings continually instead of waiting for kicks. Off by default:
 	// need_wakeup saves syscalls and CPU.
 	NoNeedWakeup bool
+	// BusyWait is how long Open keeps retrying a bind that fails with
+	// EBUSY (default DefaultBusyWait; negative: do not retry). The kernel
+	// frees a closed socket's buffer pool, and with it the queue, on a
+	// work queue some time after close returns, so a queue whose previous
+	// owner just closed (or exited) reads as busy for a moment. A queue
+	// that stays busy for BusyWait is held by a live socket.
+	BusyWait time.Duration
 }
+
+// DefaultBusyWait is the default Config.BusyWait.
+const DefaultBusyWait = time.Second
 
 // DefaultRingSize is the default size of each of a socket's rings.
 const DefaultRingSize = 1024
@@ -112,6 +123,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.TxFrames == 0 {
 		c.TxFrames = c.TxSize
+	}
+	if c.BusyWait == 0 {
+		c.BusyWait = DefaultBusyWait
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/ustack-dev/ustack/vethtest"
 	"github.com/ustack-dev/ustack/xsk"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 const udpPort = 9000
@@ -335,4 +336,71 @@ func TestPrivilegedWaitWakes(t *testing.T) {
 		}
 		t.Error("no frame after Wait")
 	})
+}
+
+// TestPrivilegedRebindAfterClose: a queue can be bound again at once after
+// its socket and UMEM are closed, although the kernel frees the old
+// socket's buffer pool (and with it the queue) on a work queue, later;
+// a queue held by a live socket is still refused, after BusyWait.
+func TestPrivilegedRebindAfterClose(t *testing.T) {
+	p := vethtest.NewT(t, vethtest.Options{})
+	cfg := xsk.Config{Interface: p.Ustack.Link, FillSize: 32, RxSize: 32, TxSize: 32, CompletionSize: 32}
+	err := p.Ustack.Do(func() error {
+		u, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: 128})
+		if err != nil {
+			return err
+		}
+		defer u.Close()
+		s, err := xsk.Open(u, cfg)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		u2, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: 64})
+		if err != nil {
+			return err
+		}
+		defer u2.Close()
+		held := cfg
+		held.BusyWait = 50 * time.Millisecond
+		t0 := time.Now()
+		s2, err := xsk.Open(u2, held)
+		if err == nil {
+			s2.Close()
+			return errors.New("a second socket bound a held queue")
+		}
+		if !errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("binding a held queue: %w, want EBUSY", err)
+		}
+		if el := time.Since(t0); el < held.BusyWait {
+			return fmt.Errorf("binding a held queue failed after %v, before BusyWait %v", el, held.BusyWait)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Ustack.Do(func() error {
+		for i := 0; i < 30; i++ {
+			u, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: 64})
+			if err != nil {
+				return err
+			}
+			s, err := xsk.Open(u, cfg)
+			if err != nil {
+				u.Close()
+				return fmt.Errorf("bind %d: %w", i, err)
+			}
+			if err := s.Close(); err != nil {
+				return err
+			}
+			if err := u.Close(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
