@@ -65,6 +65,11 @@ func tcpAddr(a tcpip.FullAddress) *net.TCPAddr {
 	return &net.TCPAddr{IP: net.IP(a.Addr.AsSlice()), Port: int(a.Port)}
 }
 
+// opError wraps err as the net package does.
+// Not inlined: its five inlined copies in Read made Read's frame over a
+// kilobyte, on the goroutine stack of every connection.
+//
+//go:noinline
 func (c *tcpConn) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: "tcp", Source: c.local, Addr: c.remote, Err: err}
 }

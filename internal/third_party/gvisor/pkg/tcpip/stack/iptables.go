@@ -323,6 +323,7 @@ func (it *IPTables) replaceTable(id TableID, table Table, ipv6, force bool) {
 		it.startReaper(reaperDelay)
 	}
 	it.modified = true
+	it.everModified.Store(true)
 	if ipv6 {
 		it.v6Tables[id] = table
 	} else {
@@ -399,6 +400,16 @@ func (it *IPTables) shouldSkipOrPopulateTables(tables []checkTable, pkt *PacketB
 // getConnAndUpdate) can allocate.
 // +checkescape
 func (it *IPTables) CheckPrerouting(pkt *PacketBuffer, addressEP AddressableEndpoint, inNicName string) bool {
+	// ustack: tables never modified skip the hook without its lock and
+	// without the large frame of the checking function below.
+	if !it.everModified.Load() {
+		return true
+	}
+	return it.checkPrerouting(pkt, addressEP, inNicName)
+}
+
+//go:noinline
+func (it *IPTables) checkPrerouting(pkt *PacketBuffer, addressEP AddressableEndpoint, inNicName string) bool {
 	tables := [...]checkTable{ // escapes: on arm this causes an allocation.
 		{
 			fn:      check,
@@ -441,6 +452,16 @@ func (it *IPTables) CheckPrerouting(pkt *PacketBuffer, addressEP AddressableEndp
 // getConnAndUpdate) can allocate.
 // +checkescape
 func (it *IPTables) CheckInput(pkt *PacketBuffer, inNicName string) bool {
+	// ustack: tables never modified skip the hook without its lock and
+	// without the large frame of the checking function below.
+	if !it.everModified.Load() {
+		return true
+	}
+	return it.checkInput(pkt, inNicName)
+}
+
+//go:noinline
+func (it *IPTables) checkInput(pkt *PacketBuffer, inNicName string) bool {
 	tables := [...]checkTable{ // escapes: on arm this causes an allocation.
 		{
 			fn:      checkNAT,
@@ -481,6 +502,16 @@ func (it *IPTables) CheckInput(pkt *PacketBuffer, inNicName string) bool {
 // getConnAndUpdate) can allocate.
 // +checkescape
 func (it *IPTables) CheckForward(pkt *PacketBuffer, inNicName, outNicName string) bool {
+	// ustack: tables never modified skip the hook without its lock and
+	// without the large frame of the checking function below.
+	if !it.everModified.Load() {
+		return true
+	}
+	return it.checkForward(pkt, inNicName, outNicName)
+}
+
+//go:noinline
+func (it *IPTables) checkForward(pkt *PacketBuffer, inNicName, outNicName string) bool {
 	tables := [...]checkTable{ // escapes: on arm this causes an allocation.
 		{
 			fn:      check,
@@ -513,6 +544,16 @@ func (it *IPTables) CheckForward(pkt *PacketBuffer, inNicName, outNicName string
 // getConnAndUpdate) can allocate.
 // +checkescape
 func (it *IPTables) CheckOutput(pkt *PacketBuffer, r *Route, outNicName string) bool {
+	// ustack: tables never modified skip the hook without its lock and
+	// without the large frame of the checking function below.
+	if !it.everModified.Load() {
+		return true
+	}
+	return it.checkOutput(pkt, r, outNicName)
+}
+
+//go:noinline
+func (it *IPTables) checkOutput(pkt *PacketBuffer, r *Route, outNicName string) bool {
 	tables := [...]checkTable{ // escapes: on arm this causes an allocation.
 		{
 			fn:      check,
@@ -561,6 +602,16 @@ func (it *IPTables) CheckOutput(pkt *PacketBuffer, r *Route, outNicName string) 
 // getConnAndUpdate) can allocate.
 // +checkescape
 func (it *IPTables) CheckPostrouting(pkt *PacketBuffer, r *Route, addressEP AddressableEndpoint, outNicName string) bool {
+	// ustack: tables never modified skip the hook without its lock and
+	// without the large frame of the checking function below.
+	if !it.everModified.Load() {
+		return true
+	}
+	return it.checkPostrouting(pkt, r, addressEP, outNicName)
+}
+
+//go:noinline
+func (it *IPTables) checkPostrouting(pkt *PacketBuffer, r *Route, addressEP AddressableEndpoint, outNicName string) bool {
 	tables := [...]checkTable{ // escapes: on arm this causes an allocation.
 		{
 			fn:      check,

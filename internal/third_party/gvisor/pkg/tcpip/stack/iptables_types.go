@@ -17,6 +17,7 @@ package stack
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
@@ -101,6 +102,10 @@ type IPTables struct {
 	//
 	// +checklocks:mu
 	modified bool
+
+	// everModified mirrors modified for the hooks' lock-free fast path
+	// (ustack). It is set under mu, never cleared.
+	everModified atomic.Bool `state:"nosave"`
 }
 
 // Modified returns whether iptables has been modified. It is inherently racy

@@ -570,8 +570,8 @@ func (s *Stack) Clock() tcpip.Clock {
 //
 // This is not generally exported via the public interface, but is available
 // internally.
-func (s *Stack) Stats() tcpip.Stats {
-	return s.stats
+func (s *Stack) Stats() *tcpip.Stats {
+	return &s.stats
 }
 
 // SetNICForwarding enables or disables packet forwarding on the specified NIC

@@ -1,0 +1,92 @@
+package stack
+
+import (
+	"io"
+	"net/netip"
+	"runtime/debug"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+)
+
+// stackAddr returns an address in its own frame: the depth of the stack
+// at the call, to compare with another call's on the same goroutine.
+//
+//go:noinline
+func stackAddr() uintptr {
+	var x byte
+	return uintptr(unsafe.Pointer(&x))
+}
+
+// growStack makes the calling goroutine's stack at least n bytes, so that
+// a measurement afterwards does not see it copied.
+//
+//go:noinline
+func growStack(n int) byte {
+	var pad [1024]byte
+	if n <= len(pad) {
+		return pad[0]
+	}
+	return growStack(n-len(pad)) + pad[n%len(pad)]
+}
+
+// TestMemWriteFitsGoroutineStack: an application goroutine's Write runs
+// netstack's whole send path (TCP, IP, the link endpoint, down to the TX
+// ring) on its own stack. That path must stay well inside the 8 KiB a
+// connection's goroutine commonly has, or every such goroutine grows its
+// stack to 16 KiB, copying it, on its first write: 8 KiB more per
+// connection, and copystack was a quarter of a 10,000-connection
+// server's CPU. The path took about 8 KiB before netstack's Stats were
+// passed by pointer and its empty iptables hooks were split from their
+// checking code (patch 0050): each copy of the 1,376-byte Stats struct,
+// and CheckOutput's tables, sat in a frame on it.
+func TestMemWriteFitsGoroutineStack(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector enlarges every frame")
+	}
+	mp := newMemPair(t, Spin)
+	ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 7).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			io.Copy(io.Discard, c)
+		}
+	}()
+	c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), 7).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	msg := make([]byte, 64)
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	var measuring atomic.Bool
+	var bottom atomic.Uintptr
+	mp.pa.setDrop(func([]byte) bool {
+		if measuring.Load() {
+			bottom.Store(stackAddr())
+		}
+		return false
+	})
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no stack shrinking while measuring
+	growStack(64 << 10)
+	top := stackAddr()
+	measuring.Store(true)
+	_, err = c.Write(msg)
+	measuring.Store(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bottom.Load() == 0 {
+		t.Fatal("the write did not reach the TX ring on the writing goroutine")
+	}
+	depth := top - bottom.Load()
+	t.Logf("Write to the TX ring: %d bytes of stack", depth)
+	if depth > 6<<10 {
+		t.Errorf("Write used %d bytes of stack down to the TX ring, want at most 6 KiB", depth)
+	}
+}
