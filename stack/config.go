@@ -117,6 +117,14 @@ type Config struct {
 	// received batch at once). An ACK still goes at once for every second
 	// full-sized segment, for out-of-order data and for a FIN.
 	DelayedAck time.Duration
+	// MaxTimeWait is how many closed TCP connections may wait in
+	// TIME-WAIT (5 s) at once (default 1024; negative: no limit). A
+	// connection closing beyond it skips TIME-WAIT, as Linux's do when
+	// its tcp_max_tw_buckets overflows; Stats.TCPTimeWaitOverflows counts
+	// them. Each TIME-WAIT connection keeps its whole netstack endpoint
+	// (several KiB, against the kernel's few hundred bytes), so without a
+	// bound a server closing 10,000 connections a second holds 50,000.
+	MaxTimeWait int
 	// CongestionControl is "reno" (default) or "cubic". netstack's CUBIC
 	// grows the window by elapsed time over a smoothed RTT floored at
 	// 1 ms, so on a LAN whose round trip is tens of microseconds it stays
@@ -158,6 +166,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.CongestionControl == "" {
 		c.CongestionControl = "reno"
+	}
+	if c.MaxTimeWait == 0 {
+		c.MaxTimeWait = 1024
 	}
 	if c.DelayedAck == 0 {
 		c.DelayedAck = 500 * time.Microsecond

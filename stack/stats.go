@@ -50,6 +50,10 @@ type Stats struct {
 	// retransmissions, entries into SACK recovery, and recoveries a tail
 	// loss probe triggered.
 	TCPTimeouts, TCPFastRetransmits, TCPSACKRecoveries, TCPTLPRecoveries uint64
+
+	// TCP connections in TIME-WAIT now, and those closed without it
+	// because Config.MaxTimeWait were.
+	TCPTimeWait, TCPTimeWaitOverflows uint64
 }
 
 // Stats returns a snapshot of the stack's counters. Errors reading the
@@ -86,6 +90,8 @@ func (s *Stack) Stats() Stats {
 	st.TCPFastRetransmits = ns.TCP.FastRetransmit.Value()
 	st.TCPSACKRecoveries = ns.TCP.SACKRecovery.Value()
 	st.TCPTLPRecoveries = ns.TCP.TLPRecovery.Value()
+	st.TCPTimeWait = ns.TCP.CurrentTimeWait.Value()
+	st.TCPTimeWaitOverflows = ns.TCP.TimeWaitOverflows.Value()
 	st.UDPPacketsReceived = ns.UDP.PacketsReceived.Value()
 	st.UDPPacketsSent = ns.UDP.PacketsSent.Value()
 	st.UDPChecksumErrors = ns.UDP.ChecksumErrors.Value()

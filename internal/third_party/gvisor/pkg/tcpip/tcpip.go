@@ -1365,6 +1365,16 @@ func (*TCPDelayedAckOption) isGettableTransportProtocolOption() {}
 
 func (*TCPDelayedAckOption) isSettableTransportProtocolOption() {}
 
+// TCPMaxTimeWaitOption is how many endpoints may be in TIME-WAIT at once
+// (ustack); 0, the default, sets no limit. An endpoint that would enter
+// TIME-WAIT beyond it closes at once instead, as Linux does when its
+// tcp_max_tw_buckets table overflows.
+type TCPMaxTimeWaitOption int
+
+func (*TCPMaxTimeWaitOption) isGettableTransportProtocolOption() {}
+
+func (*TCPMaxTimeWaitOption) isSettableTransportProtocolOption() {}
+
 // TCPMinRTOOption is use by SetSockOpt/GetSockOpt to allow overriding
 // default MinRTO used by the Stack.
 type TCPMinRTOOption time.Duration
@@ -2296,6 +2306,13 @@ type TCPStats struct {
 
 	// SpuriousRTORecovery is the number of spurious RTOs.
 	SpuriousRTORecovery *StatCounter
+
+	// CurrentTimeWait is the number of endpoints in TIME-WAIT (ustack).
+	CurrentTimeWait *StatCounter
+
+	// TimeWaitOverflows is the number of endpoints closed without
+	// TIME-WAIT because TCPMaxTimeWaitOption were already in it (ustack).
+	TimeWaitOverflows *StatCounter
 
 	// ForwardMaxInFlightDrop is the number of connection requests that are
 	// dropped due to exceeding the maximum number of in-flight connection

@@ -226,6 +226,16 @@ func handleConnected(ep *Endpoint) {
 		ep.waiterQueue.Notify(waiter.EventHUp | waiter.EventErr | waiter.ReadableEvents | waiter.WritableEvents)
 		return
 	case ep.EndpointState() == StateTimeWait:
+		if max := ep.protocol.maxTimeWait.Load(); max > 0 && int64(ep.stack.Stats().TCP.CurrentTimeWait.Value()) > max {
+			// ustack: the TIME-WAIT table is full; close without it, as
+			// Linux does on a tcp_max_tw_buckets overflow.
+			ep.stack.Stats().TCP.TimeWaitOverflows.Increment()
+			ep.transitionToStateCloseLocked()
+			ep.mu.Unlock()
+			ep.drainClosingSegmentQueue()
+			ep.waiterQueue.Notify(waiter.EventHUp | waiter.EventErr | waiter.ReadableEvents | waiter.WritableEvents)
+			return
+		}
 		startTimeWait(ep)
 	}
 	ep.mu.Unlock()

@@ -796,6 +796,13 @@ func (e *Endpoint) TryLock() bool {
 // +checklocks:e.mu
 func (e *Endpoint) setEndpointState(state EndpointState) {
 	oldstate := EndpointState(e.state.Swap(uint32(state)))
+	if (state == StateTimeWait) != (oldstate == StateTimeWait) {
+		if state == StateTimeWait {
+			e.stack.Stats().TCP.CurrentTimeWait.Increment()
+		} else {
+			e.stack.Stats().TCP.CurrentTimeWait.Decrement()
+		}
+	}
 	switch state {
 	case StateEstablished:
 		e.stack.Stats().TCP.CurrentEstablished.Increment()

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
@@ -115,6 +116,9 @@ type protocol struct {
 	timeWaitTimeout time.Duration
 	// +checklocks:mu
 	timeWaitReuse tcpip.TCPTimeWaitReuseOption
+	// maxTimeWait limits Stats.TCP.CurrentTimeWait (ustack); 0 for no
+	// limit.
+	maxTimeWait atomic.Int64 `state:"nosave"`
 	// +checklocks:mu
 	minRTO time.Duration
 	// delayedAck is the delayed-ACK timeout; 0 acknowledges at once
@@ -359,6 +363,13 @@ func (p *protocol) SetOption(option tcpip.SettableTransportProtocolOption) tcpip
 		p.mu.Unlock()
 		return nil
 
+	case *tcpip.TCPMaxTimeWaitOption:
+		if *v < 0 {
+			return &tcpip.ErrInvalidOptionValue{}
+		}
+		p.maxTimeWait.Store(int64(*v))
+		return nil
+
 	case *tcpip.TCPTimeWaitReuseOption:
 		if *v < tcpip.TCPTimeWaitReuseDisabled || *v > tcpip.TCPTimeWaitReuseLoopbackOnly {
 			return &tcpip.ErrInvalidOptionValue{}
@@ -490,6 +501,10 @@ func (p *protocol) Option(option tcpip.GettableTransportProtocolOption) tcpip.Er
 		p.mu.RLock()
 		*v = tcpip.TCPTimeWaitTimeoutOption(p.timeWaitTimeout)
 		p.mu.RUnlock()
+		return nil
+
+	case *tcpip.TCPMaxTimeWaitOption:
+		*v = tcpip.TCPMaxTimeWaitOption(p.maxTimeWait.Load())
 		return nil
 
 	case *tcpip.TCPTimeWaitReuseOption:
