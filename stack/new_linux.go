@@ -35,6 +35,13 @@ func New(cfg Config) (_ *Stack, err error) {
 	if maxMTU := cfg.FrameSize - unix.XDP_PACKET_HEADROOM - ethHeaderLen; mtu > maxMTU {
 		return nil, fmt.Errorf("%w: %s has MTU %d, frames of %d bytes hold at most %d", ErrConfig, cfg.Interface, mtu, cfg.FrameSize, maxMTU)
 	}
+	for _, a := range cfg.Addrs {
+		for _, k := range ifc.Addrs {
+			if k.Addr() == a.Addr() {
+				return nil, fmt.Errorf("%w: %v is the kernel's own address on %s; ustack needs addresses of its own (the kernel would answer for this one too)", ErrConfig, a.Addr(), cfg.Interface)
+			}
+		}
+	}
 	if len(ifc.MAC) != 6 {
 		return nil, fmt.Errorf("%w: %s has no Ethernet address", ErrConfig, cfg.Interface)
 	}

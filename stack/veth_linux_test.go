@@ -535,6 +535,8 @@ func TestPrivilegedNewRejectsMisconfiguration(t *testing.T) {
 		{Config{Interface: p.Ustack.Link, Addrs: []netip.Prefix{ustack4}, Queues: 2}, []error{ErrConfig}, "2 queues requested"}, // one-queue veth
 		{Config{Interface: p.Ustack.Link}, []error{ErrConfig}, "no addresses"},
 		{Config{Addrs: []netip.Prefix{ustack4}}, []error{ErrConfig}, "no interface"},
+		{Config{Interface: p.Ustack.Link, Addrs: []netip.Prefix{ustack6, netip.PrefixFrom(vethtest.UstackHostIPv4, 24)}}, []error{ErrConfig}, "198.18.0.2 is the kernel's own address on " + p.Ustack.Link},
+		{Config{Interface: p.Ustack.Link, Addrs: []netip.Prefix{netip.PrefixFrom(vethtest.UstackHostIPv6, 64)}}, []error{ErrConfig}, "2001:2::2 is the kernel's own address"},
 	} {
 		err := p.Ustack.Do(func() error {
 			s, err := New(c.cfg)

@@ -3,6 +3,7 @@ package xsk
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/vishvananda/netlink"
 )
@@ -20,5 +21,16 @@ func LookupInterface(name string) (Interface, error) {
 		return Interface{}, fmt.Errorf("look up interface %q: %w", name, err)
 	}
 	a := l.Attrs()
-	return Interface{Name: a.Name, Index: a.Index, MTU: a.MTU, MAC: a.HardwareAddr, RxQueues: a.NumRxQueues, Kind: l.Type()}, nil
+	ifc := Interface{Name: a.Name, Index: a.Index, MTU: a.MTU, MAC: a.HardwareAddr, RxQueues: a.NumRxQueues, Kind: l.Type()}
+	addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
+	if err != nil {
+		return Interface{}, fmt.Errorf("list addresses of interface %q: %w", name, err)
+	}
+	for _, ad := range addrs {
+		if ip, ok := netip.AddrFromSlice(ad.IP); ok && ad.IPNet != nil {
+			ones, _ := ad.IPNet.Mask.Size()
+			ifc.Addrs = append(ifc.Addrs, netip.PrefixFrom(ip.Unmap(), ones))
+		}
+	}
+	return ifc, nil
 }

@@ -3,6 +3,7 @@ package xsk
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"time"
 )
 
@@ -18,6 +19,8 @@ type Interface struct {
 	RxQueues int
 	// Kind is the link's kind as netlink names it ("veth", "device", …).
 	Kind string
+	// Addrs are the kernel's own IP addresses on the interface.
+	Addrs []netip.Prefix
 }
 
 // Desc is an AF_XDP RX/TX descriptor (struct xdp_desc): a packet of Len
