@@ -24,6 +24,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if role := os.Getenv(childRoleEnv); role != "" {
+		// A test re-executed this binary as a server process.
+		os.Exit(runChild(role))
+	}
 	os.Exit(vethtest.Main(m, func() error {
 		if n := xsk.OpenSockets(); n != 0 {
 			return fmt.Errorf("%d AF_XDP sockets left open", n)
