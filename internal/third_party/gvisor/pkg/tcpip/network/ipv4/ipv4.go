@@ -677,7 +677,7 @@ func (e *endpoint) writePacketPostRouting(r *stack.Route, pkt *stack.PacketBuffe
 		}
 	}
 
-	stats := e.stats.ip
+	stats := &e.stats.ip
 
 	networkMTU, err := calculateNetworkMTU(e.nic.MTU(), uint32(len(pkt.NetworkHeader().Slice())))
 	if err != nil {
@@ -942,7 +942,7 @@ func (e *endpoint) forwardUnicastPacket(pkt *stack.PacketBuffer) ip.ForwardingEr
 // HandlePacket is called by the link layer when new ipv4 packets arrive for
 // this endpoint.
 func (e *endpoint) HandlePacket(pkt *stack.PacketBuffer) {
-	stats := e.stats.ip
+	stats := &e.stats.ip
 
 	stats.PacketsReceived.Increment()
 
@@ -1013,7 +1013,7 @@ func (e *endpoint) HandlePacket(pkt *stack.PacketBuffer) {
 // prerouting iptables hook or check for loopback traffic that originated from
 // outside of the netstack (i.e. martian loopback packets).
 func (e *endpoint) handleLocalPacket(pkt *stack.PacketBuffer, canSkipRXChecksum bool) {
-	stats := e.stats.ip
+	stats := &e.stats.ip
 	stats.PacketsReceived.Increment()
 
 	pkt = pkt.CloneToInbound()
@@ -1226,7 +1226,7 @@ func (e *endpoint) handleValidatedPacket(h header.IPv4, pkt *stack.PacketBuffer,
 		e.dispatcher.DeliverRawPacket(h.TransportProtocol(), pkt)
 	}
 
-	stats := e.stats
+	stats := &e.stats
 	stats.ip.ValidPacketsReceived.Increment()
 
 	srcAddr := h.SourceAddress()
@@ -1294,7 +1294,7 @@ func (e *endpoint) handleValidatedPacket(h header.IPv4, pkt *stack.PacketBuffer,
 // handleForwardingError processes the provided err and increments any relevant
 // counters.
 func (e *endpoint) handleForwardingError(err ip.ForwardingError) {
-	stats := e.stats.ip
+	stats := &e.stats.ip
 	switch err := err.(type) {
 	case nil:
 		return
@@ -1334,7 +1334,7 @@ func (e *endpoint) handleForwardingError(err ip.ForwardingError) {
 }
 
 func (e *endpoint) deliverPacketLocally(h header.IPv4, pkt *stack.PacketBuffer, inNICName string) {
-	stats := e.stats
+	stats := &e.stats
 	stk := e.protocol.stack
 	// iptables filtering. All packets that reach here are intended for
 	// this machine and will not be forwarded.
@@ -2441,7 +2441,7 @@ type optionTracker struct {
 // If there were no errors during parsing, the new set of options is returned as
 // a new buffer.
 func (e *endpoint) processIPOptions(pkt *stack.PacketBuffer, opts header.IPv4Options, usage optionsUsage) (header.IPv4Options, optionTracker, *header.IPv4OptParameterProblem) {
-	stats := e.stats.ip
+	stats := &e.stats.ip
 	optIter := opts.MakeIterator()
 
 	// Except NOP, each option must only appear at most once (RFC 791 section 3.1,

@@ -990,7 +990,7 @@ func (e *endpoint) writePacket(r *stack.Route, pkt *stack.PacketBuffer, protocol
 		}
 	}
 
-	stats := e.stats.ip
+	stats := &e.stats.ip
 	networkMTU, err := calculateNetworkMTU(e.nic.MTU(), uint32(len(pkt.NetworkHeader().Slice())))
 	if err != nil {
 		stats.OutgoingPacketErrors.Increment()
@@ -1231,7 +1231,7 @@ func (e *endpoint) forwardPacketWithRoute(route *stack.Route, pkt *stack.PacketB
 // HandlePacket is called by the link layer when new ipv6 packets arrive for
 // this endpoint.
 func (e *endpoint) HandlePacket(pkt *stack.PacketBuffer) {
-	stats := e.stats.ip
+	stats := &e.stats.ip
 
 	stats.PacketsReceived.Increment()
 
@@ -1305,7 +1305,7 @@ func (e *endpoint) HandlePacket(pkt *stack.PacketBuffer) {
 // prerouting iptables hook or check for loopback traffic that originated from
 // outside of the netstack (i.e. martian loopback packets).
 func (e *endpoint) handleLocalPacket(pkt *stack.PacketBuffer, canSkipRXChecksum bool) {
-	stats := e.stats.ip
+	stats := &e.stats.ip
 	stats.PacketsReceived.Increment()
 
 	pkt = pkt.CloneToInbound()
@@ -1439,7 +1439,7 @@ func (e *endpoint) forwardMulticastPacketForOutgoingInterface(pkt *stack.PacketB
 // handleForwardingError processes the provided err and increments any relevant
 // counters.
 func (e *endpoint) handleForwardingError(err ip.ForwardingError) {
-	stats := e.stats.ip
+	stats := &e.stats.ip
 	switch err := err.(type) {
 	case nil:
 		return
@@ -1485,7 +1485,7 @@ func (e *endpoint) handleValidatedPacket(h header.IPv6, pkt *stack.PacketBuffer,
 	// number. We only require that the packet be valid IPv6.
 	e.dispatcher.DeliverRawPacket(h.TransportProtocol(), pkt)
 
-	stats := e.stats.ip
+	stats := &e.stats.ip
 	stats.ValidPacketsReceived.Increment()
 
 	srcAddr := h.SourceAddress()
@@ -1537,7 +1537,7 @@ func (e *endpoint) handleValidatedPacket(h header.IPv6, pkt *stack.PacketBuffer,
 }
 
 func (e *endpoint) deliverPacketLocally(h header.IPv6, pkt *stack.PacketBuffer, inNICName string) {
-	stats := e.stats.ip
+	stats := &e.stats.ip
 	stk := e.protocol.stack
 	if ok := stk.IPTables().CheckInput(pkt, inNICName); !ok {
 		// iptables is telling us to drop the packet.
@@ -1558,7 +1558,7 @@ func (e *endpoint) deliverPacketLocally(h header.IPv6, pkt *stack.PacketBuffer, 
 }
 
 func (e *endpoint) processExtensionHeader(it *header.IPv6PayloadIterator, pkt **stack.PacketBuffer, h header.IPv6, routerAlert **header.IPv6RouterAlertOption, hasFragmentHeader *bool, forwarding bool) (bool, error) {
-	stats := e.stats.ip
+	stats := &e.stats.ip
 	dstAddr := h.DestinationAddress()
 	// Keep track of the start of the previous header so we can report the
 	// special case of a Hop by Hop at a location other than at the start.
@@ -1675,7 +1675,7 @@ func (e *endpoint) processExtensionHeaders(h header.IPv6, pkt *stack.PacketBuffe
 }
 
 func (e *endpoint) processIPv6RawPayloadHeader(extHdr *header.IPv6RawPayloadHeader, it *header.IPv6PayloadIterator, pkt *stack.PacketBuffer, routerAlert *header.IPv6RouterAlertOption, previousHeaderStart uint32, hasFragmentHeader bool) error {
-	stats := e.stats.ip
+	stats := &e.stats.ip
 	// If the last header in the payload isn't a known IPv6 extension header,
 	// handle it as if it is transport layer data.å
 
@@ -1780,7 +1780,7 @@ func (e *endpoint) processIPv6RoutingExtHeader(extHdr *header.IPv6RoutingExtHdr,
 }
 
 func (e *endpoint) processIPv6DestinationOptionsExtHdr(extHdr *header.IPv6DestinationOptionsExtHdr, it *header.IPv6PayloadIterator, pkt *stack.PacketBuffer, dstAddr tcpip.Address) error {
-	stats := e.stats.ip
+	stats := &e.stats.ip
 	optsIt := extHdr.Iter()
 	var uopt *header.IPv6UnknownExtHdrOption
 	defer func() {
@@ -1843,7 +1843,7 @@ func (e *endpoint) processIPv6DestinationOptionsExtHdr(extHdr *header.IPv6Destin
 }
 
 func (e *endpoint) processIPv6HopByHopOptionsExtHdr(extHdr *header.IPv6HopByHopOptionsExtHdr, it *header.IPv6PayloadIterator, pkt *stack.PacketBuffer, dstAddr tcpip.Address, routerAlert **header.IPv6RouterAlertOption, previousHeaderStart uint32, forwarding bool) error {
-	stats := e.stats.ip
+	stats := &e.stats.ip
 	// As per RFC 8200 section 4.1, the Hop By Hop extension header is
 	// restricted to appear immediately after an IPv6 fixed header.
 	if previousHeaderStart != 0 {
@@ -1925,7 +1925,7 @@ func (e *endpoint) processIPv6HopByHopOptionsExtHdr(extHdr *header.IPv6HopByHopO
 }
 
 func (e *endpoint) processFragmentExtHdr(extHdr *header.IPv6FragmentExtHdr, it *header.IPv6PayloadIterator, pkt **stack.PacketBuffer, h header.IPv6) error {
-	stats := e.stats.ip
+	stats := &e.stats.ip
 	fragmentFieldOffset := it.ParseOffset()
 
 	// Don't consume the iterator if we have the first fragment because we
@@ -3023,7 +3023,7 @@ func buildNextFragment(pf *fragmentation.PacketFragmenter, originalIPHeaders hea
 	return fragPkt, more
 }
 
-func checkV4Mapped(h header.IPv6, stats ip.MultiCounterIPStats) bool {
+func checkV4Mapped(h header.IPv6, stats *ip.MultiCounterIPStats) bool {
 	// Disallow IPv4-mapped addresses per RFC 6890 section 2.2.3.
 	ret := true
 	if header.IsV4MappedAddress(h.SourceAddress()) {
