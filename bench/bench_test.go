@@ -156,6 +156,12 @@ func TestPrivilegedQuickRun(t *testing.T) {
 			if r.Bytes < 1<<20 || r.Gbps <= 0 {
 				t.Errorf("%s: %d bytes, %v Gbit/s", key, r.Bytes, r.Gbps)
 			}
+		case "conns":
+			// Every connection opened and echoed (the client fails the
+			// run otherwise); a server holding them grows.
+			if r.Count != int64(o.held) || r.ReqPerSec <= 0 || r.RSSPerConn <= 0 {
+				t.Errorf("%s: %d of %d connections, %v/s, %v bytes of RSS each", key, r.Count, o.held, r.ReqPerSec, r.RSSPerConn)
+			}
 		}
 	}
 	for _, c := range allContenders {

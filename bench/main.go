@@ -21,6 +21,7 @@ type options struct {
 	warmup     int           // ping-pong warm-up round trips
 	sizes      []int         // ping-pong sizes
 	conns      int
+	held       int // connections the conns workload holds
 	pipeline   int
 	runs       int
 	out        string
@@ -59,6 +60,7 @@ func parseFlags(args []string) (options, error) {
 	warmup := fs.Int("warmup", 2000, "ping-pong warm-up round trips (not recorded)")
 	sizes := fs.String("sizes", "64,1024,8192", "comma-separated ping-pong message `sizes` in bytes (the floor uses those ≤ 1400)")
 	conns := fs.Int("conns", 32, "connections for the rate workload")
+	held := fs.Int("held", 10000, "connections the conns workload opens at once and holds")
 	pipeline := fs.Int("pipeline", 1, "requests in flight per connection for the rate workload")
 	runs := fs.Int("runs", 1, "repeat every measurement this many times and report medians")
 	out := fs.String("out", "results", "`directory` for results.json and the plots")
@@ -69,7 +71,7 @@ func parseFlags(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	o := options{quick: *quick, duration: *duration, warmup: *warmup, conns: *conns, pipeline: *pipeline, runs: *runs, out: *out,
+	o := options{quick: *quick, duration: *duration, warmup: *warmup, conns: *conns, held: *held, pipeline: *pipeline, runs: *runs, out: *out,
 		log: func(f string, a ...any) { fmt.Printf(f, a...) }}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -80,6 +82,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.duration < 100*time.Millisecond || o.duration > 10*time.Minute {
 		return o, fmt.Errorf("-duration %v: want 100ms to 10m", o.duration)
+	}
+	if o.held < 1 || o.held > 100000 {
+		return o, fmt.Errorf("-held %d: want 1..100000", o.held)
 	}
 	if o.warmup < 0 || o.conns < 1 || o.conns > 10000 || o.pipeline < 1 || o.pipeline > 1024 || o.runs < 1 || o.runs > 100 {
 		return o, fmt.Errorf("-warmup ≥ 0, -conns 1..10000, -pipeline 1..1024, -runs 1..100")
@@ -107,6 +112,7 @@ func parseFlags(args []string) (options, error) {
 		o.warmup = min(o.warmup, 300)
 		o.sizes = []int{64}
 		o.conns = min(o.conns, 8)
+		o.held = min(o.held, 1000)
 		o.runs = 1
 	}
 	return o, nil

@@ -137,6 +137,7 @@ func (r *report) printTables(w io.Writer) {
 		}
 		tw.Flush()
 	}
+	r.printConns(w)
 	r.printTargets(w)
 	for _, f := range r.Failures {
 		fmt.Fprintf(w, "failure: %s\n", f)

@@ -141,6 +141,7 @@ func clientMain(args []string) error {
 	workload := fs.String("workload", "pingpong", "pingpong, rate or bulk")
 	size := fs.Int("size", 64, "message bytes")
 	conns := fs.Int("conns", 32, "rate connections")
+	held := fs.Int("held", 10000, "connections the conns workload holds")
 	pipeline := fs.Int("pipeline", 1, "rate pipeline depth")
 	duration := fs.Duration("duration", 3*time.Second, "measured time")
 	warmup := fs.Int("warmup", 1000, "ping-pong warm-up round trips")
@@ -205,6 +206,12 @@ func clientMain(args []string) error {
 			return err
 		}
 		res.Bytes, res.Seconds = n, el.Seconds()
+	case "conns":
+		r, err := heldConns(ctx, dial, *addr, *held, mark, bufio.NewReader(os.Stdin))
+		if err != nil {
+			return err
+		}
+		res.Count, res.Seconds = r.Count, r.Seconds
 	default:
 		return fmt.Errorf("unknown workload %q", *workload)
 	}

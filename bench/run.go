@@ -47,9 +47,9 @@ type contender struct {
 }
 
 var allContenders = []contender{
-	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "rate", "bulk"}, 0, false, false},
+	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "rate", "bulk", "conns"}, 0, false, false},
 	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk"}, 0, false, false},
-	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0, false, false},
+	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "conns"}, 0, false, false},
 	// The same with one P: the application's goroutines then run on the
 	// worker's thread, which on a 2-CPU machine keeps them off the CPU
 	// the client needs.
@@ -111,6 +111,9 @@ type result struct {
 	ServerCPU     float64 `json:"server_cpu_s"`
 	ClientCPU     float64 `json:"client_cpu_s"`
 	ServerCPUPerM float64 `json:"server_cpu_s_per_mreq,omitempty"`
+	// RSSPerConn is the conns workload's server RSS growth per held
+	// connection, in bytes.
+	RSSPerConn    float64 `json:"server_rss_bytes_per_conn,omitempty"`
 	ClientCPUPerM float64 `json:"client_cpu_s_per_mreq,omitempty"`
 	// ServerXDP and ClientXDP are the modes the server's and a ustack
 	// client's XDP programs attached in, as they reported them.
@@ -285,6 +288,8 @@ func measurements(c contender, o options) []result {
 			ms = append(ms, result{Contender: c.Name, Workload: w, Size: 64, Conns: o.conns, Pipeline: o.pipeline})
 		case "bulk":
 			ms = append(ms, result{Contender: c.Name, Workload: w, Size: 256 << 10})
+		case "conns":
+			ms = append(ms, result{Contender: c.Name, Workload: w, Size: connsMsg, Conns: o.held})
 		}
 	}
 	return ms
@@ -301,6 +306,8 @@ func (r result) summary() string {
 		return fmt.Sprintf("%10.0f requests/s  (server CPU %.2fs)", r.ReqPerSec, r.ServerCPU)
 	case "bulk":
 		return fmt.Sprintf("%7.2f Gbit/s  (server CPU %.2fs)", r.Gbps, r.ServerCPU)
+	case "conns":
+		return fmt.Sprintf("%d connections, %.0f/s, server RSS %.1f KB per connection", r.Count, r.ReqPerSec, r.RSSPerConn/1e3)
 	}
 	return ""
 }
@@ -421,7 +428,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 	}
 	addr, bulkAddr := fmt.Sprintf("%v:%d", host, benchPort), fmt.Sprintf("%v:%d", host, benchPort+1)
 	args := []string{"-dial", c.Client, "-iface", pair.Kernel.Link, "-addr", addr, "-bulk-addr", bulkAddr, "-proto", c.Proto, "-workload", m.Workload,
-		"-size", strconv.Itoa(m.Size), "-conns", strconv.Itoa(o.conns), "-pipeline", strconv.Itoa(o.pipeline),
+		"-size", strconv.Itoa(m.Size), "-conns", strconv.Itoa(o.conns), "-held", strconv.Itoa(o.held), "-pipeline", strconv.Itoa(o.pipeline),
 		"-duration", o.duration.String(), "-warmup", strconv.Itoa(o.warmup)}
 	cl, err := spawn(exe, pair.Kernel, procsEnv(c, c.Client), "client", args...)
 	if err != nil {
@@ -429,7 +436,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 		return m
 	}
 	limit := o.duration + 60*time.Second
-	var s0, c0 float64
+	var s0, c0, rss0 float64
 	for {
 		line, err := cl.readLine(limit)
 		if err != nil {
@@ -438,8 +445,11 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			return m
 		}
 		switch {
+		case line == "HELD":
+			m.RSSPerConn = (rssBytes(srv.cmd.Process.Pid) - rss0) / float64(o.held)
+			fmt.Fprintln(cl.stdin, "release")
 		case line == "START":
-			s0, c0 = cpuSeconds(srv.cmd.Process.Pid), cpuSeconds(cl.cmd.Process.Pid)
+			s0, c0, rss0 = cpuSeconds(srv.cmd.Process.Pid), cpuSeconds(cl.cmd.Process.Pid), rssBytes(srv.cmd.Process.Pid)
 			fmt.Fprintln(srv.stdin, "reset")
 		case line == "END":
 			m.ServerCPU = cpuSeconds(srv.cmd.Process.Pid) - s0
@@ -454,7 +464,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			m.ServerXDP, m.ClientXDP = srv.xdpMode, cr.XDPMode
 			if m.Seconds > 0 {
 				switch m.Workload {
-				case "pingpong", "rate":
+				case "pingpong", "rate", "conns":
 					m.ReqPerSec = float64(m.Count) / m.Seconds
 				case "bulk":
 					m.Gbps = float64(m.Bytes) * 8 / m.Seconds / 1e9

@@ -1,0 +1,123 @@
+//go:build linux
+
+package main
+
+// The "conns" workload: many connections opened at once and held idle,
+// as a server with thousands of mostly quiet clients sees them. The
+// client opens them all (up to connsInFlight dials at a time), echoes 100
+// bytes on each, says HELD, and keeps them until the parent has read the
+// server's resident memory and answers "release". The figures: how long
+// opening and echoing took (connections per second) and the server's RSS
+// growth per connection held.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ustack-dev/ustack/internal/echo"
+)
+
+// connsInFlight bounds the dials in progress at once.
+const connsInFlight = 1000
+
+// connsMsg is what each held connection echoes once.
+const connsMsg = 100
+
+// heldConns opens n connections, echoes connsMsg bytes on each, marks
+// HELD, and closes them all once "release" arrives on in.
+func heldConns(ctx context.Context, dial echo.Dialer, addr string, n int, mark func(string), in *bufio.Reader) (clientResult, error) {
+	conns := make([]net.Conn, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, connsInFlight)
+	var wg sync.WaitGroup
+	mark("START")
+	t0 := time.Now()
+	for i := range conns {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c, err := dial(ctx, "tcp", addr)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			conns[i] = c
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			msg := make([]byte, connsMsg)
+			if _, err = c.Write(msg); err == nil {
+				_, err = io.ReadFull(c, msg)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	failed := 0
+	var first error
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if failed > 0 {
+		return clientResult{}, fmt.Errorf("%d of %d connections failed, the first: %w", failed, n, first)
+	}
+	mark("HELD")
+	if line, err := in.ReadString('\n'); err != nil || strings.TrimSpace(line) != "release" {
+		return clientResult{}, fmt.Errorf("waiting for release: %q, %v", line, err)
+	}
+	return clientResult{Count: int64(n), Seconds: el.Seconds()}, nil
+}
+
+// rssBytes returns a process's resident set size.
+func rssBytes(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// printConns prints the held-connections table.
+func (r *report) printConns(w io.Writer) {
+	kc := r.find("kernel", "conns", 0)
+	if kc == nil {
+		return
+	}
+	fmt.Fprintf(w, "\n%d connections opened at once (%d dials in flight), %d bytes echoed on each, then held idle (server RSS growth per connection)\n", kc.Conns, connsInFlight, connsMsg)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "contender\tconnections/s\t×k\tRSS/conn KB\t×k\t")
+	for _, n := range r.contenders() {
+		if x := r.find(n, "conns", 0); x != nil && x.Error == "" {
+			fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\t%s\t\n", n, x.ReqPerSec, ratio(x.ReqPerSec, kc.ReqPerSec), x.RSSPerConn/1e3, ratio(x.RSSPerConn, kc.RSSPerConn))
+		}
+	}
+	tw.Flush()
+}
