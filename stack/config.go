@@ -87,7 +87,13 @@ type Config struct {
 	// SpinBudget is how long an Adaptive worker keeps busy-polling after
 	// the last packet before it blocks (default 200µs).
 	SpinBudget time.Duration
-	// RingSize is the size of each AF_XDP ring (default 1024).
+	// RingSize is the size of the TX and completion rings (default
+	// 1024). The RX and fill rings are twice as large, as are the frames
+	// set aside for receiving: a burst (thousands of clients connecting
+	// at once) waits in the RX ring for the worker instead of finding the
+	// fill ring empty and being dropped. Measured with 10,000 connections
+	// opened at once by a Python asyncio client: 24,000 frames dropped
+	// with RX and fill rings of 1024, 10,000 with 2048, for the same UMEM.
 	RingSize uint32
 	// FrameSize is the UMEM frame size, 2048 or 4096 (default 4096).
 	FrameSize uint32

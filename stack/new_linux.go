@@ -66,7 +66,7 @@ func New(cfg Config) (_ *Stack, err error) {
 	for q := 0; q < cfg.Queues; q++ {
 		sock, err := xsk.Open(umem, xsk.Config{
 			Interface: cfg.Interface, Queue: q,
-			RxSize: cfg.RingSize, TxSize: cfg.RingSize, FillSize: cfg.RingSize, CompletionSize: cfg.RingSize,
+			RxSize: 2 * cfg.RingSize, TxSize: cfg.RingSize, FillSize: 2 * cfg.RingSize, CompletionSize: cfg.RingSize,
 			RxFrames: 2 * cfg.RingSize, TxFrames: cfg.RingSize,
 		})
 		if err != nil {
