@@ -70,7 +70,13 @@ func TestPrivilegedSoak(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			msg, got := bytes.Repeat([]byte{byte(i)}, 1024), make([]byte, 1024)
+			// At most 50 connections a second per client: the kernel
+			// client keeps each closed one in TIME-WAIT for 60 s, and
+			// its 28,000 ephemeral ports must last the whole run.
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
 			for !stopped() {
+				<-tick.C
 				c, err := kernelDial(context.Background(), p, "tcp4", addr)
 				if err != nil {
 					fail(err)
