@@ -25,6 +25,8 @@ type QueueStats struct {
 	RxInline uint64
 	// XSK holds the AF_XDP socket's counters (zero over a memory wire).
 	XSK xsk.Stats
+	// FaultsRX and FaultsTX count the faults injected (Config.Faults).
+	FaultsRX, FaultsTX FaultStats
 }
 
 // Stats is a snapshot of a Stack's counters.
@@ -63,8 +65,11 @@ func (s *Stack) Stats() Stats {
 			TxNoFrame: q.txNoFrame.Load(), TxOversize: q.txOversize.Load(), RxRunt: q.rxRunt.Load(),
 			RxBadChecksum: q.rxBadChecksum.Load(), RxInline: q.rxInline.Load(), RxPartialChecksum: q.rxPartialChecksum.Load(),
 		}
-		if xp, ok := q.io.(interface{ Stats() (xsk.Stats, error) }); ok {
+		if xp, ok := q.rawIO().(interface{ Stats() (xsk.Stats, error) }); ok {
 			qs.XSK, _ = xp.Stats()
+		}
+		if q.faults != nil {
+			qs.FaultsRX, qs.FaultsTX = q.faults.faultStats()
 		}
 		st.Queues = append(st.Queues, qs)
 	}
