@@ -137,6 +137,9 @@ type Config struct {
 	// direction: for testing applications against a bad network. Counted
 	// in Stats().Queues[i].FaultsRX and FaultsTX.
 	Faults *Faults
+	// Capture, when set, records every frame sent and received in pcap
+	// format (see Capture). Counted in Stats().Capture.
+	Capture *Capture
 	// Logf receives notices such as a fallback to generic XDP (default
 	// log.Printf). It must be safe for concurrent use.
 	Logf func(format string, args ...any)
@@ -216,6 +219,11 @@ func (c *Config) validate() error {
 	}
 	if c.CongestionControl != "cubic" && c.CongestionControl != "reno" {
 		return fmt.Errorf("%w: congestion control %q (want cubic or reno)", ErrConfig, c.CongestionControl)
+	}
+	if c.Capture != nil {
+		if err := c.Capture.validate(); err != nil {
+			return err
+		}
 	}
 	if f := c.Faults; f != nil {
 		if err := f.RX.validate("RX"); err != nil {

@@ -62,6 +62,7 @@ type endpoint struct {
 	handOff    bool      // Config.HandOffTCP
 	fast       *fastPath // early demux, set by newStack (nil: none)
 	trace      *tracer   // nil unless Config.Trace
+	capture    *capturer // nil unless Config.Capture
 
 	mu         sync.RWMutex
 	dispatcher gstack.NetworkDispatcher // guarded by mu; read once per batch
@@ -78,12 +79,18 @@ func newEndpoint(ios []frameIO, link linkInfo, cfg *Config) *endpoint {
 	if cfg.Trace {
 		e.trace = newTracer()
 	}
+	if cfg.Capture != nil {
+		e.capture = newCapturer(cfg.Capture)
+	}
 	for i, io := range ios {
 		q := &queue{io: io, raw: io, trace: e.trace}
 		// Middleware, outermost last: faults next to the wire.
 		if cfg.Faults != nil {
 			q.faults = newFaultIO(q.io, cfg.Faults, i, &q.txMu)
 			q.io = q.faults
+		}
+		if e.capture != nil {
+			q.io = &captureIO{frameIO: q.io, c: e.capture}
 		}
 		q.deferred.work = make([]gstack.DeferredWork, 0, batchSize)
 		e.queues = append(e.queues, q)

@@ -45,6 +45,8 @@ type Stats struct {
 	TCPChecksumErrors, TCPResetsSent, TCPCurrentEstablished                               uint64
 	UDPPacketsReceived, UDPPacketsSent, UDPChecksumErrors                                 uint64
 	IPPacketsReceived, IPPacketsSent, IPMalformed                                         uint64
+	// Capture counts the packet capture's records (Config.Capture).
+	Capture CaptureStats
 	// Trace is the latency breakdown, nil unless Config.Trace.
 	Trace *TraceStats
 
@@ -97,6 +99,9 @@ func (s *Stack) Stats() Stats {
 	st.IPPacketsReceived = ns.IP.PacketsReceived.Value()
 	st.IPPacketsSent = ns.IP.PacketsSent.Value()
 	st.IPMalformed = ns.IP.MalformedPacketsReceived.Value()
+	if c := s.ep.capture; c != nil {
+		st.Capture = c.stats()
+	}
 	if t := s.ep.trace; t != nil {
 		st.Trace = t.stats()
 	}

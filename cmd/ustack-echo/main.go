@@ -135,6 +135,9 @@ func runServer(ctx context.Context, args []string) error {
 	proto := fs.String("proto", "tcp", "`protocol`: tcp or udp")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to `file`")
 	trace := fs.Bool("trace", false, "record a latency breakdown of each request (RX ring → netstack → read → write → TX ring → kick) and print it on exit (-stack ustack)")
+	pcapFile := fs.String("pcap", "", "write every frame ustack sends and receives to `file` in pcap format (-stack ustack)")
+	pcapSnap := fs.Int("pcap-snaplen", 0, "record at most `bytes` of each frame (0: whole frames)")
+	pcapMax := fs.Int64("pcap-max", stack.DefaultCaptureMaxBytes>>20, "stop capturing at `MiB` of capture file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -163,6 +166,25 @@ func runServer(ctx context.Context, args []string) error {
 		return errors.New("-trace needs -stack ustack")
 	}
 	cfg.Trace = *trace
+	if *pcapFile != "" {
+		if sf.which != "ustack" {
+			return errors.New("-pcap needs -stack ustack")
+		}
+		if *pcapMax < 1 || *pcapMax > 1<<20 {
+			return fmt.Errorf("-pcap-max %d: want 1 to 1048576 MiB", *pcapMax)
+		}
+		f, err := os.Create(*pcapFile)
+		if err != nil {
+			return err
+		}
+		// Closed after the stack, whose Close flushes the capture.
+		defer func() {
+			if err := f.Close(); err != nil {
+				fmt.Fprintf(os.Stderr, "ustack-echo: %v\n", err)
+			}
+		}()
+		cfg.Capture = &stack.Capture{W: f, SnapLen: *pcapSnap, MaxBytes: *pcapMax << 20}
+	}
 	var ln net.Listener
 	var pc net.PacketConn
 	var srv *stack.Stack
