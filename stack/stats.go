@@ -1,6 +1,9 @@
 package stack
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/xsk"
 )
@@ -106,4 +109,46 @@ func (s *Stack) Stats() Stats {
 		st.Trace = t.stats()
 	}
 	return st
+}
+
+// Summary is a short human-readable account of the counters: one line per
+// queue, then steering, TCP, UDP and IP, faults and capture when set.
+func (st Stats) Summary() string {
+	var b strings.Builder
+	for _, q := range st.Queues {
+		fmt.Fprintf(&b, "queue %d: rx %d tx %d; dropped: runt %d, bad checksum %d; partial checksums %d; tx no frame %d, oversize %d\n",
+			q.Queue, q.RxPackets, q.TxPackets, q.RxRunt, q.RxBadChecksum, q.RxPartialChecksum, q.TxNoFrame, q.TxOversize)
+		x := q.XSK
+		if x != (xsk.Stats{}) {
+			fmt.Fprintf(&b, "  xsk: rx %d tx %d kicks %d (retries %d); kernel drops: rx %d, rx ring full %d, fill ring empty %d, rx invalid %d, tx invalid %d\n",
+				x.RxPackets, x.TxPackets, x.Kicks, x.KickRetries, x.RxDropped, x.RxRingFull, x.FillRingEmpty, x.RxInvalid, x.TxInvalid)
+		}
+		for _, f := range []struct {
+			dir string
+			s   FaultStats
+		}{{"rx", q.FaultsRX}, {"tx", q.FaultsTX}} {
+			if f.s != (FaultStats{}) {
+				fmt.Fprintf(&b, "  faults %s: dropped %d corrupted %d duplicated %d reordered %d delayed %d (skipped %d)\n",
+					f.dir, f.s.Dropped, f.s.Corrupted, f.s.Duplicated, f.s.Reordered, f.s.Delayed, f.s.Skipped)
+			}
+		}
+	}
+	if st.Steering != (bpf.Counters{}) {
+		fmt.Fprintf(&b, "steering (%v):", st.AttachMode)
+		for r, n := range st.Steering {
+			if n != 0 {
+				fmt.Fprintf(&b, " %v %d", bpf.Reason(r), n)
+			}
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "tcp: established %d, opens %d active %d passive; segments in %d out %d; retransmits %d (timeouts %d, fast %d); resets sent %d; checksum errors %d\n",
+		st.TCPCurrentEstablished, st.TCPActiveOpens, st.TCPPassiveOpens, st.TCPSegmentsReceived, st.TCPSegmentsSent,
+		st.TCPRetransmits, st.TCPTimeouts, st.TCPFastRetransmits, st.TCPResetsSent, st.TCPChecksumErrors)
+	fmt.Fprintf(&b, "udp: in %d out %d, checksum errors %d; ip: in %d out %d, malformed %d; owned ports %d\n",
+		st.UDPPacketsReceived, st.UDPPacketsSent, st.UDPChecksumErrors, st.IPPacketsReceived, st.IPPacketsSent, st.IPMalformed, st.OwnedPorts)
+	if c := st.Capture; c != (CaptureStats{}) {
+		fmt.Fprintf(&b, "capture: %d frames, %d bytes; not recorded: %d over the size bound, %d on write errors\n", c.Packets, c.Bytes, c.Dropped, c.Errors)
+	}
+	return b.String()
 }
