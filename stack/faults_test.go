@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/ustack-dev/ustack/ring"
 )
 
 // newFaultPair is newMemPair with a Faults configuration on each end
@@ -40,11 +42,27 @@ func newFaultPair(t testing.TB, fa, fb *Faults) *memPair {
 }
 
 // wireFrames counts the frames of m's own pool that are accounted for:
-// idle in its free list or return ring, or on the wire to the peer.
+// idle in its free list or return ring, or on the wire to the peer. Only
+// when both ends have stopped.
 func (m *memEnd) wireFrames(peer *memEnd) int {
 	m.outMu.Lock()
 	defer m.outMu.Unlock()
-	return len(m.free) + int(m.retIn.Available()) + int(m.out.Pending()) + int(peer.in.Available())
+	return len(m.free) + ringCount(m.retIn) + int(m.out.Pending()) + ringCount(peer.in)
+}
+
+// ringCount counts what a consumer can take (Available alone counts only
+// what it already knows of), leaving it all in place.
+func ringCount[T any](c *ring.Consumer[T]) int {
+	total := uint32(0)
+	for {
+		_, n := c.Peek(c.Size())
+		if n == 0 {
+			break
+		}
+		total += n
+	}
+	c.Cancel(total)
+	return int(total)
 }
 
 // checkFrames closes both stacks and checks that every frame of the wire
