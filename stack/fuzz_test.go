@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"testing"
@@ -60,9 +61,25 @@ type rxFuzzer struct {
 	rcvNxt uint32 // the target's last acknowledgment: its rcv.nxt
 	sndNxt uint32 // the target's next sequence number
 	descs  [batchSize]xsk.Desc
+	execs  int // inputs run on this target
 }
 
+// fuzzRestart is how many inputs a target takes before the fuzzer builds
+// a fresh one: inputs leave connections behind (half-open, in
+// CLOSE_WAIT, established and idle) that would otherwise accumulate over
+// millions of executions.
+const fuzzRestart = 5000
+
 func newRXFuzzer(t testing.TB) *rxFuzzer {
+	z := &rxFuzzer{t: t}
+	z.start()
+	t.Cleanup(z.stop)
+	return z
+}
+
+// start builds the target and connects to it.
+func (z *rxFuzzer) start() {
+	t := z.t
 	pa, pb, err := newMemWire(1024, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +91,7 @@ func newRXFuzzer(t testing.TB) *rxFuzzer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	z.s, z.peer, z.port, z.execs = s, pa, fuzzPort-1, 0
 	for _, n := range []struct {
 		proto tcpip.NetworkProtocolNumber
 		a     netip.Addr
@@ -87,7 +104,6 @@ func newRXFuzzer(t testing.TB) *rxFuzzer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -101,7 +117,6 @@ func newRXFuzzer(t testing.TB) *rxFuzzer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { pc.Close() })
 	go func() {
 		buf := make([]byte, 2048)
 		for {
@@ -110,10 +125,11 @@ func newRXFuzzer(t testing.TB) *rxFuzzer {
 			}
 		}
 	}()
-	z := &rxFuzzer{t: t, s: s, peer: pa, port: fuzzPort - 1}
 	z.connect()
-	return z
 }
+
+// stop closes the target (its listener and connections with it).
+func (z *rxFuzzer) stop() { z.s.Close() }
 
 // segment builds an IPv4 TCP segment from the peer to the target's
 // listener with the given fields and options; the checksum is valid.
@@ -152,7 +168,7 @@ const (
 // connect opens a new connection from the next peer port whose SYN
 // gets a SYN-ACK (a port still in use by an old connection gets none).
 func (z *rxFuzzer) connect() {
-	for range 100 {
+	for range 20 {
 		z.port++
 		if z.port < fuzzPort {
 			z.port = fuzzPort
@@ -170,7 +186,7 @@ func (z *rxFuzzer) connect() {
 			return
 		}
 	}
-	z.t.Fatalf("no SYN-ACK from the target on 100 ports; stats %+v", z.s.Stats())
+	z.t.Fatalf("no SYN-ACK from the target on 20 ports; stats:\n%s", z.s.Stats().Summary())
 }
 
 // idle is how many of the peer's frames are back with it. (It takes what
@@ -190,9 +206,11 @@ func (z *rxFuzzer) idle() int {
 // has processed it (the frame is back) and kicked what it sent in reply.
 func (z *rxFuzzer) send(frame []byte) {
 	addr, ok := z.peer.Alloc()
-	for !ok {
+	for deadline := time.Now().Add(10 * time.Second); !ok; addr, ok = z.peer.Alloc() {
+		if time.Now().After(deadline) {
+			z.t.Fatalf("no frame came back from the target in 10s; stats:\n%s", z.s.Stats().Summary())
+		}
 		z.drain()
-		addr, ok = z.peer.Alloc()
 	}
 	want := z.idle() + 1
 	n := copy(z.peer.Frame(addr), frame)
@@ -273,6 +291,10 @@ func (z *rxFuzzer) fill(f []byte) {
 
 // run sends an input's frames.
 func (z *rxFuzzer) run(in []byte) {
+	if z.execs++; z.execs > fuzzRestart {
+		z.stop()
+		z.start()
+	}
 	var frame [2048]byte
 	established := z.s.Stats().TCPCurrentEstablished
 	for i := 0; len(in) > 0 && i < fuzzMaxFrames; i++ {
@@ -460,6 +482,18 @@ func FuzzRX(f *testing.F) {
 	}
 	z := newRXFuzzer(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
+		// A hang shows as the fuzzer stalling; leave the stacks where
+		// USTACK_FUZZ_HANG_DUMP says.
+		if dump := os.Getenv("USTACK_FUZZ_HANG_DUMP"); dump != "" {
+			w := time.AfterFunc(20*time.Second, func() {
+				if f, err := os.Create(dump); err == nil {
+					fmt.Fprintf(f, "input %x\n", in)
+					pprof.Lookup("goroutine").WriteTo(f, 2)
+					f.Close()
+				}
+			})
+			defer w.Stop()
+		}
 		z.t = t
 		z.run(in)
 	})
