@@ -8,10 +8,13 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ustack-dev/ustack/internal/testpkt"
 	"github.com/ustack-dev/ustack/ring"
+	"github.com/ustack-dev/ustack/xsk"
 )
 
 // newFaultPair is newMemPair with a Faults configuration on each end
@@ -265,4 +268,64 @@ func TestFaultsSeeded(t *testing.T) {
 		}
 	}
 
+}
+
+// TestFaultIOAllocs: injecting faults allocates nothing per frame, and a
+// stream of frames through RX and TX faults keeps every frame accounted
+// for.
+func TestFaultIOAllocs(t *testing.T) {
+	pa, pb, err := newMemWire(1024, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := FaultRates{Drop: 0.1, Corrupt: 0.1, Duplicate: 0.1, Reorder: 0.1, Delay: 0.1, DelayTime: time.Microsecond}
+	var txMu, rxTxMu sync.Mutex
+	tx := newFaultIO(pa, &Faults{Seed: 1, TX: r}, 0, &txMu)
+	rx := newFaultIO(pb, &Faults{Seed: 2, RX: r}, 0, &rxTxMu)
+	frame := testpkt.UDP(memA4.Addr(), memB4.Addr(), 1, 2, make([]byte, 100))
+	var descs [batchSize]xsk.Desc
+	var out [8]xsk.Desc
+	step := func() {
+		txMu.Lock()
+		tx.Complete()
+		n := 0
+		for ; n < len(out); n++ {
+			a, ok := tx.Alloc()
+			if !ok {
+				break
+			}
+			out[n] = xsk.Desc{Addr: a, Len: uint32(copy(tx.Frame(a), frame))}
+		}
+		k := tx.Enqueue(out[:n])
+		for _, d := range out[k:n] {
+			tx.Free(d.Addr)
+		}
+		txMu.Unlock()
+		tx.Kick()
+		m := rx.Receive(descs[:])
+		rx.Recycle(descs[:m])
+	}
+	for range 1000 { // warm up: slices reach their working size
+		step()
+	}
+	if n := testing.AllocsPerRun(1000, step); n != 0 {
+		t.Errorf("%v allocations per batch of 8 frames through TX and RX faults", n)
+	}
+	time.Sleep(time.Millisecond)
+	for range 10 {
+		step()
+	}
+	rxS, txS := rx.faultStats()
+	_, txT := tx.faultStats()
+	if rxS.Duplicated == 0 || txT.Reordered == 0 {
+		t.Errorf("faults not drawn: rx %+v tx %+v", rxS, txS)
+	}
+	tx.drain()
+	rx.drain()
+	if n := pa.wireFrames(pb); n != 1024 {
+		t.Errorf("%d of 1024 frames accounted for", n)
+	}
+	if len(rx.ownFree) != ownFrames {
+		t.Errorf("RX injector holds %d of its own frames", ownFrames-len(rx.ownFree))
+	}
 }
