@@ -169,9 +169,18 @@ func TestCollectorLints(t *testing.T) {
 	if err := reg.Register(c); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.Gather(); err != nil {
+	families, err := reg.Gather()
+	if err != nil {
 		t.Fatal(err)
 	}
+	series := 0
+	for _, f := range families {
+		series += len(f.GetMetric())
+	}
+	if len(c.netstack) < 100 {
+		t.Errorf("%d of netstack's counters exported, want them all (over 100)", len(c.netstack))
+	}
+	t.Logf("%d metric families (%d of them netstack's), %d series", len(families), len(c.netstack), series)
 	problems, err := testutil.CollectAndLint(c)
 	if err != nil {
 		t.Fatal(err)
