@@ -152,10 +152,9 @@ func (d *faultDir) stats() FaultStats {
 // held is a frame a fault holds back: released at due, or, for a
 // reordered frame, as soon as a later frame has gone ahead of it.
 type held struct {
-	desc    xsk.Desc
-	due     time.Time
-	reorder bool
-	passed  bool // a later frame has gone ahead
+	desc   xsk.Desc
+	due    time.Time
+	passed bool // a later frame has gone ahead
 }
 
 // ownBit marks the addresses of faultIO's own RX frames (copies it made
@@ -178,8 +177,9 @@ const ownFrameSize = 4096
 // goes back at once), which Recycle returns to faultIO. TX: drops are
 // freed to the inner I/O; duplicates take a second inner frame; reordered
 // and delayed frames stay held in their own frames until released
-// (by Enqueue, Complete or a Kick that gets the TX lock), and are freed
-// on Close if never released. No frame is ever lost.
+// (by Enqueue, Complete or a Kick that gets the TX lock), and go back to
+// the inner I/O's pool when the stack closes (drain) if still held. No
+// frame is ever lost.
 type faultIO struct {
 	frameIO
 	rx, tx *faultDir
@@ -331,7 +331,7 @@ func (f *faultIO) Receive(descs []xsk.Desc) int {
 func (d *faultDir) hold(desc xsk.Desc, k fault) held {
 	if k == faultReorder {
 		d.reordered.Add(1)
-		return held{desc: desc, reorder: true, due: time.Now().Add(ReorderTimeout)}
+		return held{desc: desc, due: time.Now().Add(ReorderTimeout)}
 	}
 	d.delayed.Add(1)
 	return held{desc: desc, due: time.Now().Add(d.rates.DelayTime)}
