@@ -2,6 +2,7 @@ package stack
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -47,6 +48,12 @@ type FaultRates struct {
 	Delay float64
 	// DelayTime is how long a delayed frame is held (default 1ms).
 	DelayTime time.Duration
+}
+
+func (r *FaultRates) setDefaults() {
+	if r.DelayTime == 0 {
+		r.DelayTime = time.Millisecond
+	}
 }
 
 func (r FaultRates) active() bool {
@@ -96,28 +103,29 @@ const (
 
 // faultDir is one direction's generator and counters.
 type faultDir struct {
-	rates FaultRates
+	rates atomic.Pointer[FaultRates] // replaced whole by Stack.SetFaults
 	rng   *rand.Rand
 
 	dropped, corrupted, duplicated, reordered, delayed, skipped atomic.Uint64
 }
 
 func newFaultDir(r FaultRates, seed uint64, stream uint64) *faultDir {
-	if r.DelayTime == 0 {
-		r.DelayTime = time.Millisecond
-	}
-	return &faultDir{rates: r, rng: rand.New(rand.NewPCG(seed, stream))}
+	r.setDefaults()
+	d := &faultDir{rng: rand.New(rand.NewPCG(seed, stream))}
+	d.rates.Store(&r)
+	return d
 }
 
 func (d *faultDir) draw() fault {
-	if !d.rates.active() {
+	r := d.rates.Load()
+	if !r.active() {
 		return faultNone
 	}
 	x := d.rng.Float64()
 	for _, f := range []struct {
 		p float64
 		f fault
-	}{{d.rates.Drop, faultDrop}, {d.rates.Corrupt, faultCorrupt}, {d.rates.Duplicate, faultDuplicate}, {d.rates.Reorder, faultReorder}, {d.rates.Delay, faultDelay}} {
+	}{{r.Drop, faultDrop}, {r.Corrupt, faultCorrupt}, {r.Duplicate, faultDuplicate}, {r.Reorder, faultReorder}, {r.Delay, faultDelay}} {
 		if x < f.p {
 			return f.f
 		}
@@ -209,7 +217,8 @@ func newFaultIO(inner frameIO, f *Faults, queue int, txMu *sync.Mutex) *faultIO 
 		tx:      newFaultDir(f.TX, f.Seed, uint64(queue)*2+1),
 		txMu:    txMu,
 	}
-	if f.RX.active() {
+	// Own frames even if RX has no faults yet: SetFaults may add some.
+	{
 		io.own = make([]byte, ownFrames*ownFrameSize)
 		for i := ownFrames - 1; i >= 0; i-- {
 			io.ownFree = append(io.ownFree, ownBit|uint64(i)*ownFrameSize)
@@ -221,6 +230,33 @@ func newFaultIO(inner frameIO, f *Faults, queue int, txMu *sync.Mutex) *faultIO 
 }
 
 func (f *faultIO) faultStats() (rx, tx FaultStats) { return f.rx.stats(), f.tx.stats() }
+
+// ErrNoFaults is returned by SetFaults on a stack configured without
+// Config.Faults.
+var ErrNoFaults = errors.New("stack has no fault injector (Config.Faults is nil)")
+
+// SetFaults replaces the fault rates of every queue, for example to cut
+// the link (Drop: 1) for a while and then restore it. The seeded
+// generators carry on. The stack must have been configured with
+// Config.Faults (its injectors are only in the data path then).
+func (s *Stack) SetFaults(rx, tx FaultRates) error {
+	if err := rx.validate("RX"); err != nil {
+		return err
+	}
+	if err := tx.validate("TX"); err != nil {
+		return err
+	}
+	rx.setDefaults()
+	tx.setDefaults()
+	for _, q := range s.ep.queues {
+		if q.faults == nil {
+			return ErrNoFaults
+		}
+		q.faults.rx.rates.Store(&rx)
+		q.faults.tx.rates.Store(&tx)
+	}
+	return nil
+}
 
 // ownCopy copies frame into one of faultIO's own frames.
 func (f *faultIO) ownCopy(frame []byte) (xsk.Desc, bool) {
@@ -334,7 +370,7 @@ func (d *faultDir) hold(desc xsk.Desc, k fault) held {
 		return held{desc: desc, due: time.Now().Add(ReorderTimeout)}
 	}
 	d.delayed.Add(1)
-	return held{desc: desc, due: time.Now().Add(d.rates.DelayTime)}
+	return held{desc: desc, due: time.Now().Add(d.rates.Load().DelayTime)}
 }
 
 // Recycle implements frameIO: faultIO's own frames return to it, the

@@ -329,3 +329,38 @@ func TestFaultIOAllocs(t *testing.T) {
 		t.Errorf("RX injector holds %d of its own frames", ownFrames-len(rx.ownFree))
 	}
 }
+
+// TestMemFaultsOutage cuts the wire (every frame dropped both ways at one
+// end) for 3 seconds in the middle of an echo transfer, then restores it:
+// the connection must recover and the data arrive intact.
+func TestMemFaultsOutage(t *testing.T) {
+	mp := newFaultPair(t, &Faults{Seed: 5}, nil)
+	if err := mp.b.SetFaults(FaultRates{Drop: 1}, FaultRates{}); !errors.Is(err, ErrNoFaults) {
+		t.Errorf("SetFaults on a stack without Config.Faults: %v, want ErrNoFaults", err)
+	}
+	if err := mp.a.SetFaults(FaultRates{Drop: 2}, FaultRates{}); !errors.Is(err, ErrConfig) {
+		t.Errorf("SetFaults with a rate of 2: %v, want ErrConfig", err)
+	}
+	done := make(chan int, 1)
+	go func() {
+		time.Sleep(20 * time.Millisecond) // mid-transfer
+		if err := mp.a.SetFaults(FaultRates{Drop: 1}, FaultRates{Drop: 1}); err != nil {
+			t.Error(err)
+		}
+		time.Sleep(3 * time.Second)
+		before := mp.a.Stats().Queues[0]
+		if err := mp.a.SetFaults(FaultRates{}, FaultRates{}); err != nil {
+			t.Error(err)
+		}
+		done <- int(before.FaultsRX.Dropped + before.FaultsTX.Dropped)
+	}()
+	start := time.Now()
+	moved := echoTransfer(t, mp, 8<<20, 60*time.Second)
+	took := time.Since(start)
+	dropped := <-done
+	if dropped == 0 || took < 3*time.Second {
+		t.Errorf("%d frames dropped; transfer took %v: the outage did not cut it", dropped, took)
+	}
+	t.Logf("%d bytes moved in %v through a 3 s outage (%d frames dropped in it)", moved, took.Round(time.Millisecond), dropped)
+	checkFrames(t, mp)
+}
