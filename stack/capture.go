@@ -2,15 +2,13 @@ package stack
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/ustack-dev/ustack/xsk"
 )
 
@@ -62,9 +60,9 @@ type capturer struct {
 
 	mu   sync.Mutex
 	buf  *bufio.Writer
-	w    *pcapgo.Writer
-	size int64 // bytes written so far
-	err  error // the first write error; nothing is written after it
+	hdr  [pcapRecordLen]byte // a record's header, under mu
+	size int64               // bytes written so far
+	err  error               // the first write error; nothing is written after it
 
 	packets, bytes, dropped, errors atomic.Uint64
 }
@@ -82,6 +80,19 @@ func (c *Capture) validate() error {
 	return nil
 }
 
+// The pcap format (the "libpcap" file format, as tcpdump writes it, with
+// nanosecond timestamps): a 24-byte file header, then per frame a 16-byte
+// record header and the frame's first SnapLen bytes, all little endian.
+// Written here rather than with gopacket's pcapgo, which would add 2.2 MB
+// (its layers package, and its init) to every program that links ustack;
+// the tests read the files with pcapgo and tshark.
+const (
+	pcapMagicNanos   = 0xa1b23c4d
+	pcapVersionMajor = 2
+	pcapVersionMinor = 4
+	pcapLinkEthernet = 1 // LINKTYPE_ETHERNET
+)
+
 // newCapturer writes the file header; the error is the capturer's err.
 func newCapturer(c *Capture) *capturer {
 	cp := &capturer{snap: c.SnapLen, max: c.MaxBytes, buf: bufio.NewWriterSize(c.W, 64<<10)}
@@ -91,8 +102,14 @@ func newCapturer(c *Capture) *capturer {
 	if cp.max == 0 {
 		cp.max = DefaultCaptureMaxBytes
 	}
-	cp.w = pcapgo.NewWriterNanos(cp.buf)
-	if err := cp.w.WriteFileHeader(uint32(cp.snap), layers.LinkTypeEthernet); err != nil {
+	var h [pcapHeaderLen]byte
+	binary.LittleEndian.PutUint32(h[0:], pcapMagicNanos)
+	binary.LittleEndian.PutUint16(h[4:], pcapVersionMajor)
+	binary.LittleEndian.PutUint16(h[6:], pcapVersionMinor)
+	// h[8:16]: time zone offset and accuracy, zero.
+	binary.LittleEndian.PutUint32(h[16:], uint32(cp.snap))
+	binary.LittleEndian.PutUint32(h[20:], pcapLinkEthernet)
+	if _, err := cp.buf.Write(h[:]); err != nil {
 		cp.err = fmt.Errorf("write capture header: %w", err)
 	}
 	cp.size = pcapHeaderLen
@@ -113,8 +130,17 @@ func (c *capturer) record(frame []byte, now time.Time) {
 		c.dropped.Add(1)
 		return
 	}
-	ci := gopacket.CaptureInfo{Timestamp: now, CaptureLength: len(data), Length: len(frame)}
-	if err := c.w.WritePacket(ci, data); err != nil {
+	ns := now.UnixNano()
+	binary.LittleEndian.PutUint32(c.hdr[0:], uint32(ns/1e9))
+	binary.LittleEndian.PutUint32(c.hdr[4:], uint32(ns%1e9))
+	binary.LittleEndian.PutUint32(c.hdr[8:], uint32(len(data)))
+	binary.LittleEndian.PutUint32(c.hdr[12:], uint32(len(frame)))
+	if _, err := c.buf.Write(c.hdr[:]); err != nil {
+		c.err = err
+		c.errors.Add(1)
+		return
+	}
+	if _, err := c.buf.Write(data); err != nil {
 		c.err = err
 		c.errors.Add(1)
 		return
