@@ -146,6 +146,14 @@ type Config struct {
 	// reply's frame reaching the TX ring, and the kick. Read it from
 	// Stats().Trace. Off, it costs a nil check per stage.
 	Trace bool
+	// Faults, when set, injects seeded faults (drop, corruption,
+	// duplication, reordering, delay) into every queue's frames, per
+	// direction: for testing applications against a bad network. Counted
+	// in Stats().Queues[i].FaultsRX and FaultsTX.
+	Faults *Faults
+	// Capture, when set, records every frame sent and received in pcap
+	// format (see Capture). Counted in Stats().Capture.
+	Capture *Capture
 	// Logf receives notices such as a fallback to generic XDP (default
 	// log.Printf). It must be safe for concurrent use.
 	Logf func(format string, args ...any)
@@ -228,6 +236,19 @@ func (c *Config) validate() error {
 	}
 	if c.CongestionControl != "cubic" && c.CongestionControl != "reno" {
 		return fmt.Errorf("%w: congestion control %q (want cubic or reno)", ErrConfig, c.CongestionControl)
+	}
+	if c.Capture != nil {
+		if err := c.Capture.validate(); err != nil {
+			return err
+		}
+	}
+	if f := c.Faults; f != nil {
+		if err := f.RX.validate("RX"); err != nil {
+			return err
+		}
+		if err := f.TX.validate("TX"); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -34,7 +34,17 @@
 // direction a ring of descriptors (package ring) plus a ring returning the
 // frames to their sender. Like an AF_XDP socket in copy mode it delivers
 // what was enqueued only after a kick, so the endpoint code under test is
-// the code that runs over AF_XDP, kick policy included.
+// the code that runs over AF_XDP, kick policy included. NewPipe joins two
+// stacks by such a wire for users' own tests.
+//
+// Middleware wraps a queue's frameIO, as gVisor's link/sniffer and
+// link/qdisc wrap a link endpoint, so the worker and TX code are the same
+// with or without it: Config.Faults adds faults.go's injector next to the
+// wire (seeded drop, corruption, duplication, reordering, delay, per
+// direction), and Config.Capture adds capture.go's pcap writer above it,
+// so a capture shows what netstack sent and what the worker received.
+// Neither is in the chain unless configured. Stats counts everything,
+// Stats.Summary prints it, and package metrics exports it to Prometheus.
 //
 // TCP connections are ustack's own net.Conn (tcpconn.go) over netstack's
 // endpoint, allocation-free per Read and Write. As sockets listen and

@@ -25,7 +25,8 @@ var (
 // queue is one interface queue: its port, the worker state (RX side,
 // owned by the worker goroutine) and the TX state (guarded by txMu).
 type queue struct {
-	io frameIO
+	io  frameIO // the chain the worker and writers drive
+	raw frameIO // the socket (or memory wire) under any middleware
 
 	rxDescs [batchSize]xsk.Desc // worker only
 	// deferred collects the TCP endpoints an RX batch touched, for the
@@ -42,6 +43,8 @@ type queue struct {
 	// only then may a kick be left to it.
 	spinning atomic.Bool
 	trace    *tracer // the endpoint's, nil unless tracing
+
+	faults *faultIO // the fault injector in io's chain, nil unless Config.Faults
 }
 
 // endpoint is the netstack link endpoint over a set of queues.
@@ -59,6 +62,7 @@ type endpoint struct {
 	handOff    bool      // Config.HandOffTCP
 	fast       *fastPath // early demux, set by newStack (nil: none)
 	trace      *tracer   // nil unless Config.Trace
+	capture    *capturer // nil unless Config.Capture
 
 	mu         sync.RWMutex
 	dispatcher gstack.NetworkDispatcher // guarded by mu; read once per batch
@@ -75,13 +79,27 @@ func newEndpoint(ios []frameIO, link linkInfo, cfg *Config) *endpoint {
 	if cfg.Trace {
 		e.trace = newTracer()
 	}
-	for _, io := range ios {
-		q := &queue{io: io, trace: e.trace}
+	if cfg.Capture != nil {
+		e.capture = newCapturer(cfg.Capture)
+	}
+	for i, io := range ios {
+		q := &queue{io: io, raw: io, trace: e.trace}
+		// Middleware, outermost last: faults next to the wire.
+		if cfg.Faults != nil {
+			q.faults = newFaultIO(q.io, cfg.Faults, i, &q.txMu)
+			q.io = q.faults
+		}
+		if e.capture != nil {
+			q.io = &captureIO{frameIO: q.io, c: e.capture}
+		}
 		q.deferred.work = make([]gstack.DeferredWork, 0, batchSize)
 		e.queues = append(e.queues, q)
 	}
 	return e
 }
+
+// rawIO returns the queue's frame I/O under any middleware.
+func (q *queue) rawIO() frameIO { return q.raw }
 
 // MTU implements gstack.LinkEndpoint.
 func (e *endpoint) MTU() uint32 { return e.mtu }
@@ -150,11 +168,17 @@ func (e *endpoint) signalStop() {
 	}
 }
 
-// stopWorkers stops the workers and waits for them. It must not be called
-// with netstack's locks held.
+// stopWorkers stops the workers and waits for them, then has the
+// middleware give back the frames it holds. It must not be called with
+// netstack's locks held.
 func (e *endpoint) stopWorkers() {
 	e.signalStop()
 	e.wg.Wait()
+	for _, q := range e.queues {
+		if q.faults != nil {
+			q.faults.drain()
+		}
+	}
 }
 
 // IsAttached implements gstack.LinkEndpoint.

@@ -69,6 +69,9 @@ type linkInfo struct {
 // still runs its own cleanups; newStack cleans up what it made.
 func newStack(cfg Config, ios []frameIO, link linkInfo, owner portOwner) (*Stack, error) {
 	ep := newEndpoint(ios, link, &cfg)
+	if ep.capture != nil && ep.capture.err != nil {
+		return nil, ep.capture.err
+	}
 	ns := gstack.New(gstack.Options{
 		NetworkProtocols: []gstack.NetworkProtocolFactory{
 			ipv4.NewProtocol,
@@ -158,6 +161,9 @@ func (s *Stack) Close() error {
 	s.ep.stopWorkers()
 	s.ports.close()
 	var errs []error
+	if s.ep.capture != nil {
+		errs = append(errs, s.ep.capture.flush())
+	}
 	for i := len(s.teardown) - 1; i >= 0; i-- {
 		errs = append(errs, s.teardown[i]())
 	}

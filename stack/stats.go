@@ -1,6 +1,9 @@
 package stack
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/xsk"
 )
@@ -25,6 +28,8 @@ type QueueStats struct {
 	RxInline uint64
 	// XSK holds the AF_XDP socket's counters (zero over a memory wire).
 	XSK xsk.Stats
+	// FaultsRX and FaultsTX count the faults injected (Config.Faults).
+	FaultsRX, FaultsTX FaultStats
 }
 
 // Stats is a snapshot of a Stack's counters.
@@ -43,6 +48,8 @@ type Stats struct {
 	TCPChecksumErrors, TCPResetsSent, TCPCurrentEstablished                               uint64
 	UDPPacketsReceived, UDPPacketsSent, UDPChecksumErrors                                 uint64
 	IPPacketsReceived, IPPacketsSent, IPMalformed                                         uint64
+	// Capture counts the packet capture's records (Config.Capture).
+	Capture CaptureStats
 	// Trace is the latency breakdown, nil unless Config.Trace.
 	Trace *TraceStats
 
@@ -67,8 +74,11 @@ func (s *Stack) Stats() Stats {
 			TxNoFrame: q.txNoFrame.Load(), TxOversize: q.txOversize.Load(), RxRunt: q.rxRunt.Load(),
 			RxBadChecksum: q.rxBadChecksum.Load(), RxInline: q.rxInline.Load(), RxPartialChecksum: q.rxPartialChecksum.Load(),
 		}
-		if xp, ok := q.io.(interface{ Stats() (xsk.Stats, error) }); ok {
+		if xp, ok := q.rawIO().(interface{ Stats() (xsk.Stats, error) }); ok {
 			qs.XSK, _ = xp.Stats()
+		}
+		if q.faults != nil {
+			qs.FaultsRX, qs.FaultsTX = q.faults.faultStats()
 		}
 		st.Queues = append(st.Queues, qs)
 	}
@@ -98,8 +108,53 @@ func (s *Stack) Stats() Stats {
 	st.IPPacketsReceived = ns.IP.PacketsReceived.Value()
 	st.IPPacketsSent = ns.IP.PacketsSent.Value()
 	st.IPMalformed = ns.IP.MalformedPacketsReceived.Value()
+	if c := s.ep.capture; c != nil {
+		st.Capture = c.stats()
+	}
 	if t := s.ep.trace; t != nil {
 		st.Trace = t.stats()
 	}
 	return st
+}
+
+// Summary is a short human-readable account of the counters: one line per
+// queue, then steering, TCP, UDP and IP, faults and capture when set.
+func (st Stats) Summary() string {
+	var b strings.Builder
+	for _, q := range st.Queues {
+		fmt.Fprintf(&b, "queue %d: rx %d tx %d; dropped: runt %d, bad checksum %d; partial checksums %d; tx no frame %d, oversize %d\n",
+			q.Queue, q.RxPackets, q.TxPackets, q.RxRunt, q.RxBadChecksum, q.RxPartialChecksum, q.TxNoFrame, q.TxOversize)
+		x := q.XSK
+		if x != (xsk.Stats{}) {
+			fmt.Fprintf(&b, "  xsk: rx %d tx %d kicks %d (retries %d); kernel drops: rx %d, rx ring full %d, fill ring empty %d, rx invalid %d, tx invalid %d\n",
+				x.RxPackets, x.TxPackets, x.Kicks, x.KickRetries, x.RxDropped, x.RxRingFull, x.FillRingEmpty, x.RxInvalid, x.TxInvalid)
+		}
+		for _, f := range []struct {
+			dir string
+			s   FaultStats
+		}{{"rx", q.FaultsRX}, {"tx", q.FaultsTX}} {
+			if f.s != (FaultStats{}) {
+				fmt.Fprintf(&b, "  faults %s: dropped %d corrupted %d duplicated %d reordered %d delayed %d (skipped %d)\n",
+					f.dir, f.s.Dropped, f.s.Corrupted, f.s.Duplicated, f.s.Reordered, f.s.Delayed, f.s.Skipped)
+			}
+		}
+	}
+	if st.Steering != (bpf.Counters{}) {
+		fmt.Fprintf(&b, "steering (%v):", st.AttachMode)
+		for r, n := range st.Steering {
+			if n != 0 {
+				fmt.Fprintf(&b, " %v %d", bpf.Reason(r), n)
+			}
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "tcp: established %d, opens %d active %d passive; segments in %d out %d; retransmits %d (timeouts %d, fast %d); resets sent %d; checksum errors %d\n",
+		st.TCPCurrentEstablished, st.TCPActiveOpens, st.TCPPassiveOpens, st.TCPSegmentsReceived, st.TCPSegmentsSent,
+		st.TCPRetransmits, st.TCPTimeouts, st.TCPFastRetransmits, st.TCPResetsSent, st.TCPChecksumErrors)
+	fmt.Fprintf(&b, "udp: in %d out %d, checksum errors %d; ip: in %d out %d, malformed %d; owned ports %d\n",
+		st.UDPPacketsReceived, st.UDPPacketsSent, st.UDPChecksumErrors, st.IPPacketsReceived, st.IPPacketsSent, st.IPMalformed, st.OwnedPorts)
+	if c := st.Capture; c != (CaptureStats{}) {
+		fmt.Fprintf(&b, "capture: %d frames, %d bytes; not recorded: %d over the size bound, %d on write errors\n", c.Packets, c.Bytes, c.Dropped, c.Errors)
+	}
+	return b.String()
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -27,6 +28,7 @@ import (
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/echo"
+	"github.com/ustack-dev/ustack/metrics"
 	"github.com/ustack-dev/ustack/stack"
 )
 
@@ -135,6 +137,10 @@ func runServer(ctx context.Context, args []string) error {
 	proto := fs.String("proto", "tcp", "`protocol`: tcp or udp")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to `file`")
 	trace := fs.Bool("trace", false, "record a latency breakdown of each request (RX ring → netstack → read → write → TX ring → kick) and print it on exit (-stack ustack)")
+	pcapFile := fs.String("pcap", "", "write every frame ustack sends and receives to `file` in pcap format (-stack ustack)")
+	pcapSnap := fs.Int("pcap-snaplen", 0, "record at most `bytes` of each frame (0: whole frames)")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`address`/metrics over the kernel's network, e.g. 127.0.0.1:9100 (-stack ustack)")
+	pcapMax := fs.Int64("pcap-max", stack.DefaultCaptureMaxBytes>>20, "stop capturing at `MiB` of capture file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -163,6 +169,28 @@ func runServer(ctx context.Context, args []string) error {
 		return errors.New("-trace needs -stack ustack")
 	}
 	cfg.Trace = *trace
+	if *metricsAddr != "" && sf.which != "ustack" {
+		return errors.New("-metrics needs -stack ustack")
+	}
+	if *pcapFile != "" {
+		if sf.which != "ustack" {
+			return errors.New("-pcap needs -stack ustack")
+		}
+		if *pcapMax < 1 || *pcapMax > 1<<20 {
+			return fmt.Errorf("-pcap-max %d: want 1 to 1048576 MiB", *pcapMax)
+		}
+		f, err := os.Create(*pcapFile)
+		if err != nil {
+			return err
+		}
+		// Closed after the stack, whose Close flushes the capture.
+		defer func() {
+			if err := f.Close(); err != nil {
+				fmt.Fprintf(os.Stderr, "ustack-echo: %v\n", err)
+			}
+		}()
+		cfg.Capture = &stack.Capture{W: f, SnapLen: *pcapSnap, MaxBytes: *pcapMax << 20}
+	}
 	var ln net.Listener
 	var pc net.PacketConn
 	var srv *stack.Stack
@@ -194,6 +222,18 @@ func runServer(ctx context.Context, args []string) error {
 		defer s.Close()
 		defer printStats(s)
 		srv = s
+		if *metricsAddr != "" {
+			mln, err := net.Listen("tcp", *metricsAddr)
+			if err != nil {
+				return fmt.Errorf("-metrics: %w", err)
+			}
+			mux := http.NewServeMux()
+			mux.Handle("/metrics", metrics.Handler(s))
+			hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+			go hs.Serve(mln)
+			defer hs.Close()
+			fmt.Printf("metrics on http://%v/metrics\n", mln.Addr())
+		}
 		if *proto == "tcp" {
 			ln, err = s.Listen("tcp", *listen)
 		} else {
@@ -340,13 +380,7 @@ func us(ns int64) string { return fmt.Sprintf("%.1fµs", float64(ns)/1e3) }
 
 func printStats(s *stack.Stack) {
 	st := s.Stats()
-	for _, q := range st.Queues {
-		fmt.Printf("queue %d: rx %d tx %d (no frame %d)  xsk: rx %d tx %d kicks %d (retries %d) rx-dropped %d rx-ring-full %d fill-empty %d tx-invalid %d\n",
-			q.Queue, q.RxPackets, q.TxPackets, q.TxNoFrame, q.XSK.RxPackets, q.XSK.TxPackets, q.XSK.Kicks, q.XSK.KickRetries,
-			q.XSK.RxDropped, q.XSK.RxRingFull, q.XSK.FillRingEmpty, q.XSK.TxInvalid)
-	}
-	fmt.Printf("steering: %v\ntcp: segments in %d out %d, retransmits %d, checksum errors %d\n",
-		st.Steering, st.TCPSegmentsReceived, st.TCPSegmentsSent, st.TCPRetransmits, st.TCPChecksumErrors)
+	fmt.Print(st.Summary())
 	if st.Trace != nil {
 		printTrace(os.Stdout, st.Trace)
 	}

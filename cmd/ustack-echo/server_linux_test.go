@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ustack-dev/ustack/vethtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(vethtest.Main(m)) }
+
+// scrapeIn fetches http://addr/metrics from inside host's namespace
+// (where the server's loopback is) and returns the sample lines by name
+// and labels.
+func scrapeIn(t *testing.T, host *vethtest.Host, addr string) map[string]float64 {
+	t.Helper()
+	var conn net.Conn
+	if err := host.Do(func() (err error) { conn, err = net.DialTimeout("tcp", addr, 5*time.Second); return err }); err != nil {
+		t.Fatal(err)
+	}
+	// The connection was made in the namespace; the request can go from
+	// any thread.
+	used := false
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(context.Context, string, string) (net.Conn, error) {
+			if used {
+				return nil, fmt.Errorf("one connection only")
+			}
+			used = true
+			return conn, nil
+		},
+	}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	m := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			m[line[:i]] = v
+		}
+	}
+	return m
+}
+
+// TestPrivilegedServerMetricsAndPcap runs `ustack-echo server -metrics
+// -pcap` on a veth pair, echoes through it from the kernel's side, scrapes
+// the metrics over the server namespace's loopback before and after, and
+// has tshark read the capture once the server has exited.
+func TestPrivilegedServerMetricsAndPcap(t *testing.T) {
+	vethtest.Tools(t, "tshark", "ip")
+	p := vethtest.NewT(t, vethtest.Options{KernelTxChecksumOff: true})
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "ustack-echo")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	pcap := filepath.Join(dir, "server.pcap")
+	const metricsAddr = "127.0.0.1:9464"
+	listen := netip.AddrPortFrom(vethtest.UstackIPv4, 7000)
+	cmd := exec.Command("ip", "netns", "exec", p.Ustack.Namespace, bin, "server",
+		"-iface", p.Ustack.Link, "-addr", netip.PrefixFrom(vethtest.UstackIPv4, vethtest.PrefixLen4).String(),
+		"-listen", listen.String(), "-metrics", metricsAddr, "-pcap", pcap)
+	var out, errOut bytes.Buffer
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := false
+	t.Cleanup(func() {
+		if !exited {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	// Wait for the server's banner lines.
+	ready, read := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(stdout)
+		signalled := false
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), "echo server") && !signalled {
+				close(ready)
+				signalled = true
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("server did not start:\n%s", errOut.String())
+	}
+	before := scrapeIn(t, p.Ustack, metricsAddr)
+	for _, name := range []string{`ustack_queue_rx_packets_total{queue="0"}`, `ustack_steering_packets_total{reason="redirect_port"}`, `ustack_xsk_kicks_total{queue="0"}`, `ustack_netstack_tcp_valid_segments_received_total`} {
+		if _, ok := before[name]; !ok {
+			t.Errorf("%s missing from the scrape", name)
+		}
+	}
+	var c net.Conn
+	if err := p.Kernel.Do(func() (err error) { c, err = net.DialTimeout("tcp", listen.String(), 5*time.Second); return err }); err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	msg := make([]byte, 64)
+	const rounds = 100
+	for i := 0; i < rounds; i++ {
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	after := scrapeIn(t, p.Ustack, metricsAddr)
+	for _, name := range []string{`ustack_queue_rx_packets_total{queue="0"}`, `ustack_queue_tx_packets_total{queue="0"}`, `ustack_steering_packets_total{reason="redirect_port"}`, `ustack_netstack_tcp_passive_connection_openings_total`, `ustack_capture_packets_total`} {
+		if after[name]-before[name] < 1 {
+			t.Errorf("%s: %v before, %v after the echo session", name, before[name], after[name])
+		}
+	}
+	if d := after[`ustack_netstack_tcp_valid_segments_received_total`] - before[`ustack_netstack_tcp_valid_segments_received_total`]; d < rounds {
+		t.Errorf("TCP segments received grew by %v over %d requests", d, rounds)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	<-read
+	err = cmd.Wait()
+	exited = true
+	if err != nil {
+		t.Fatalf("server: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	t.Logf("server output:\n%s", out.String())
+	if !strings.Contains(out.String(), "capture:") {
+		t.Errorf("exit summary lacks the capture line:\n%s", out.String())
+	}
+	tshark, err := exec.Command("tshark", "-n", "-r", pcap, "-Y", "tcp.port == 7000 && tcp.len > 0", "-T", "fields", "-e", "frame.number").Output()
+	if err != nil {
+		t.Fatalf("tshark: %v", err)
+	}
+	if n := len(strings.Fields(string(tshark))); n < 2*rounds {
+		t.Errorf("tshark finds %d TCP segments with data in the capture, want at least %d", n, 2*rounds)
+	}
+	malformed, err := exec.Command("tshark", "-n", "-r", pcap, "-Y", "_ws.malformed", "-T", "fields", "-e", "frame.number").Output()
+	if err != nil || len(strings.Fields(string(malformed))) != 0 {
+		t.Errorf("tshark: malformed frames %q (%v)", malformed, err)
+	}
+}
