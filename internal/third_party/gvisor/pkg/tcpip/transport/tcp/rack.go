@@ -69,6 +69,13 @@ type rackControl struct {
 	// timeout.
 	probes int
 
+	// progress is set by an ACK that acknowledged or SACKed new data and
+	// cleared by postXmit: in SACK recovery only such an ACK, or a
+	// transmission, moves the probe timer later, so that segments that
+	// bring nothing new (the peer's data, window updates) cannot put the
+	// probe, and the retransmission timer behind it, off for ever.
+	progress bool
+
 	// snd is a reference to the sender.
 	snd *sender
 }

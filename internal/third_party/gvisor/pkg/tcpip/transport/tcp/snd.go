@@ -1094,9 +1094,16 @@ func (s *sender) postXmit(dataSent bool, shouldScheduleProbe bool) {
 		s.ep.resetKeepaliveTimer(false)
 	} else {
 		// Enable timers if we have pending data.
-		if shouldScheduleProbe && (s.shouldSchedulePTO() || s.shouldScheduleRecoveryProbe()) {
+		progress := s.rc.progress
+		s.rc.progress = false
+		if shouldScheduleProbe && s.shouldSchedulePTO() {
 			// Schedule PTO after transmitting new data that wasn't itself a TLP probe.
 			s.schedulePTO()
+		} else if shouldScheduleProbe && s.shouldScheduleRecoveryProbe() && s.rc.probes < maxRecoveryProbes &&
+			(dataSent || progress || !s.probeTimer.enabled()) {
+			s.schedulePTO()
+		} else if shouldScheduleProbe && s.shouldScheduleRecoveryProbe() && s.probeTimer.enabled() {
+			// Nothing new: the probe timer stays as it was.
 		} else if !s.resendTimer.enabled() {
 			s.probeTimer.disable()
 			if s.Outstanding > 0 {
@@ -1619,6 +1626,7 @@ func (s *sender) handleRcvdSegment(rcvdSeg *segment) {
 	if rcvdSeg.hasNewSACKInfo || s.SndUna.LessThan(ack) {
 		// The ACK clock runs: probes start again from one probe timeout.
 		s.rc.probes = 0
+		s.rc.progress = true
 	}
 	fastRetransmit := false
 	// Do not leave fast recovery, if the ACK is out of range.
