@@ -106,8 +106,9 @@ func TestPrivilegedEchoUnderLoss(t *testing.T) {
 						rec = fmt.Sprintf("RTOs %d, fast retransmits %d, loss probes %d",
 							ka["TCPTimeouts"]-kb["TCPTimeouts"], ka["TCPFastRetrans"]-kb["TCPFastRetrans"], ka["TCPLossProbes"]-kb["TCPLossProbes"])
 					} else {
-						rec = fmt.Sprintf("RTOs %d, fast retransmits %d, TLP recoveries %d",
-							after.TCPTimeouts-before.TCPTimeouts, after.TCPFastRetransmits-before.TCPFastRetransmits, after.TCPTLPRecoveries-before.TCPTLPRecoveries)
+						rec = fmt.Sprintf("RTOs %d, fast retransmits %d, TLP recoveries %d, probes %d",
+							after.TCPTimeouts-before.TCPTimeouts, after.TCPFastRetransmits-before.TCPFastRetransmits, after.TCPTLPRecoveries-before.TCPTLPRecoveries,
+							after.TCPRecoveryProbes-before.TCPRecoveryProbes)
 					}
 					t.Logf("%s %d%% loss, run %d, %s echo server: %v (dropped %d in, %d out; server %s; client RTOs %d)",
 						hooks, pct, i+1, srv.name, el.Round(time.Millisecond), d1[0]-d0[0], d1[1]-d0[1], rec, ca["TCPTimeouts"]-cb["TCPTimeouts"])
@@ -164,11 +165,13 @@ func echoThrough(t *testing.T, p *vethtest.Pair, addr string, data []byte, want 
 
 // lossRule installs, in h's namespace, an nftables table that drops pct%
 // of the TCP packets h receives and sends, and removes it when t ends.
-// With hooks "inet" the rule sits on the input and output hooks: what
+// With hooks "inet" the rule sits on the input and output hooks: data
 // the kernel's TCP sends and the rule drops is, for the kernel, a local
-// transmit failure it retries at once, so only packets h receives are
-// truly lost. With hooks "netdev" it sits on the ingress and egress hooks
-// of h's veth end: loss on the wire both ways. The returned function
+// transmit failure it sends again later, but a pure ACK the rule drops is
+// lost as on the wire (Linux often acknowledges a whole flight in one
+// ACK, so that is the flight's only ACK). With hooks "netdev" it sits on
+// the ingress and egress hooks of h's veth end: loss on the wire both
+// ways. The returned function
 // reads the rule's drop counters (in, out).
 func lossRule(t *testing.T, h *vethtest.Host, hooks string, pct int) func() [2]int64 {
 	t.Helper()

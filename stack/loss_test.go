@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -14,7 +15,7 @@ import (
 // tcpSegment is what the loss tests need of a frame on the memory wire.
 type tcpSegment struct {
 	srcPort, dstPort uint16
-	seq              uint32
+	seq, ack         uint32
 	payload          int
 }
 
@@ -39,6 +40,7 @@ func parseTCP4(f []byte) (s tcpSegment, ok bool) {
 		srcPort: binary.BigEndian.Uint16(tcp[0:]),
 		dstPort: binary.BigEndian.Uint16(tcp[2:]),
 		seq:     binary.BigEndian.Uint32(tcp[4:]),
+		ack:     binary.BigEndian.Uint32(tcp[8:]),
 		payload: len(tcp) - doff,
 	}, true
 }
@@ -134,4 +136,137 @@ func TestMemRACKLearnsFromRetransmission(t *testing.T) {
 	if after.TCPRetransmits-before.TCPRetransmits < 2 {
 		t.Errorf("%d retransmissions, want the probe and the first segment", after.TCPRetransmits-before.TCPRetransmits)
 	}
+}
+
+// ackLoss drops, on the wire from the server at port back to the client,
+// the first n pure ACKs that acknowledge the whole of a write of size
+// bytes (counted from the first data segment the client sends), and
+// signals passed when the next such ACK goes through.
+type ackLoss struct {
+	port   uint16
+	size   uint32
+	n      int
+	base   atomic.Uint64 // first data sequence number + 1; 0 until seen
+	mu     sync.Mutex
+	seen   int
+	passed chan struct{}
+}
+
+func newACKLoss(port uint16, size uint32, n int) *ackLoss {
+	return &ackLoss{port: port, size: size, n: n, passed: make(chan struct{})}
+}
+
+// data is the client side's hook: it records the first data segment's
+// sequence number and, through drop, may discard data segments too.
+func (l *ackLoss) data(drop func([]byte) bool) func([]byte) bool {
+	return func(f []byte) bool {
+		if s, ok := parseTCP4(f); ok && s.dstPort == l.port && s.payload > 0 {
+			l.base.CompareAndSwap(0, uint64(s.seq)+1)
+		}
+		return drop != nil && drop(f)
+	}
+}
+
+// acks is the server side's hook.
+func (l *ackLoss) acks(f []byte) bool {
+	s, ok := parseTCP4(f)
+	base := l.base.Load()
+	if !ok || s.srcPort != l.port || s.payload != 0 || base == 0 || s.ack != uint32(base-1)+l.size {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen++
+	if l.seen == l.n+1 {
+		close(l.passed)
+	}
+	return l.seen <= l.n
+}
+
+// lossPair sets up a client on mp.a connected to a server on mp.b that
+// reads size bytes and reports them on the returned channel.
+func lossPair(t *testing.T, mp *memPair, port uint16, size int) (net.Conn, <-chan []byte) {
+	t.Helper()
+	ln, err := mp.b.Listen("tcp", netip.AddrPortFrom(memB4.Addr(), port).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		b := make([]byte, size)
+		if _, err := io.ReadFull(c, b); err == nil {
+			got <- b
+		}
+		// Hold the connection open (and silent) until the test ends.
+		io.Copy(io.Discard, c)
+	}()
+	c, err := mp.a.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, got
+}
+
+// checkProbed waits for the ACK that got through after the lost ones and
+// checks that a probe, not the retransmission timer, asked for it.
+func checkProbed(t *testing.T, mp *memPair, l *ackLoss, before Stats) {
+	t.Helper()
+	select {
+	case <-l.passed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no acknowledgment of the whole write got through after the dropped ones")
+	}
+	after := mp.a.Stats()
+	if n := after.TCPTimeouts - before.TCPTimeouts; n != 0 {
+		t.Errorf("recovered by %d retransmission timeouts; want a probe after the probe timeout", n)
+	}
+	if after.TCPRecoveryProbes == before.TCPRecoveryProbes {
+		t.Error("no probe was sent")
+	}
+}
+
+// TestMemRecoveryProbe loses the first segment of a six-segment write and
+// then the one ACK that acknowledges the whole write after the fast
+// retransmission (a receiver that compresses its SACKs, as Linux does,
+// sends just one). Nothing else comes back: the sender, in SACK recovery
+// where RACK-TLP arms no tail loss probe, used to wait for the
+// retransmission timeout (200 ms minimum). A probe after the probe
+// timeout must ask for the ACK again.
+func TestMemRecoveryProbe(t *testing.T) {
+	mp := newMemPair(t, Adaptive)
+	const port, size = 5002, 6 * 1420
+	l := newACKLoss(port, size, 1)
+	mp.pa.setDrop(l.data(dropFirstSends(port, func(rel uint32) bool { return rel == 0 })))
+	mp.pb.setDrop(l.acks)
+	c, got := lossPair(t, mp, port, size)
+	before := mp.a.Stats()
+	sendAndCheck(t, c, got, bytes.Repeat([]byte("prob"), size/4))
+	checkProbed(t, mp, l, before)
+	if after := mp.a.Stats(); after.TCPSACKRecoveries == before.TCPSACKRecoveries {
+		t.Error("the sender never entered SACK recovery: the test lost nothing")
+	}
+}
+
+// TestMemProbeAfterUnansweredTLP loses the ACK of a whole write and the
+// ACK of the tail loss probe that follows. The sender used to leave the
+// rest to the retransmission timer (200 ms minimum); a second probe, of
+// the first unacknowledged segment, one probe timeout later must ask
+// again.
+func TestMemProbeAfterUnansweredTLP(t *testing.T) {
+	mp := newMemPair(t, Adaptive)
+	const port, size = 5003, 4 * 1420
+	l := newACKLoss(port, size, 2)
+	mp.pa.setDrop(l.data(nil))
+	mp.pb.setDrop(l.acks)
+	c, got := lossPair(t, mp, port, size)
+	before := mp.a.Stats()
+	sendAndCheck(t, c, got, bytes.Repeat([]byte("tlp!"), size/4))
+	checkProbed(t, mp, l, before)
 }

@@ -54,9 +54,11 @@ type Stats struct {
 	Trace *TraceStats
 
 	// TCP loss recovery: retransmission timeouts, fast (SACK/RACK-driven)
-	// retransmissions, entries into SACK recovery, and recoveries a tail
-	// loss probe triggered.
+	// retransmissions, entries into SACK recovery, recoveries a tail loss
+	// probe triggered, and probes sent in SACK recovery after a probe
+	// timeout without an ACK.
 	TCPTimeouts, TCPFastRetransmits, TCPSACKRecoveries, TCPTLPRecoveries uint64
+	TCPRecoveryProbes                                                    uint64
 
 	// TCP connections in TIME-WAIT now, and those closed without it
 	// because Config.MaxTimeWait were.
@@ -100,6 +102,7 @@ func (s *Stack) Stats() Stats {
 	st.TCPFastRetransmits = ns.TCP.FastRetransmit.Value()
 	st.TCPSACKRecoveries = ns.TCP.SACKRecovery.Value()
 	st.TCPTLPRecoveries = ns.TCP.TLPRecovery.Value()
+	st.TCPRecoveryProbes = ns.TCP.RecoveryProbes.Value()
 	st.TCPTimeWait = ns.TCP.CurrentTimeWait.Value()
 	st.TCPTimeWaitOverflows = ns.TCP.TimeWaitOverflows.Value()
 	st.UDPPacketsReceived = ns.UDP.PacketsReceived.Value()

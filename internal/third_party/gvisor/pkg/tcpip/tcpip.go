@@ -2278,6 +2278,10 @@ type TCPStats struct {
 	// loss probe.
 	TLPRecovery *StatCounter
 
+	// RecoveryProbes is the number of probes sent in SACK recovery after
+	// a probe timeout without an ACK.
+	RecoveryProbes *StatCounter
+
 	// SlowStartRetransmits is the number of segments retransmitted in slow
 	// start.
 	SlowStartRetransmits *StatCounter

@@ -64,6 +64,18 @@ type rackControl struct {
 	// a TLP retransmission.
 	tlpHighRxt seqnum.Value
 
+	// probes counts the probes sendRecoveryProbe sent since the last ACK
+	// that acknowledged or SACKed new data; each doubles the next probe
+	// timeout.
+	probes int
+
+	// progress is set by an ACK that acknowledged or SACKed new data and
+	// cleared by postXmit: in SACK recovery only such an ACK, or a
+	// transmission, moves the probe timer later, so that segments that
+	// bring nothing new (the peer's data, window updates) cannot put the
+	// probe, and the retransmission timer behind it, off for ever.
+	progress bool
+
 	// snd is a reference to the sender.
 	snd *sender
 }
@@ -167,6 +179,22 @@ func (s *sender) shouldSchedulePTO() bool {
 		s.ep.scoreboard.Sacked() == 0
 }
 
+// shouldScheduleRecoveryProbe says whether to arm the probe timer while in
+// SACK recovery. RACK-TLP (RFC 8985 section 7.2) arms no probe in loss
+// recovery, because ACKs are expected to keep arriving there; but when the
+// one ACK that covers a recovery's last flight is lost (a receiver that
+// compresses its SACKs, as Linux's does, sends one per flight), nothing
+// else arrives and recovery waited for the retransmission timeout, 200 ms
+// minimum, on a path whose RTT is microseconds. A probe after the probe
+// timeout asks the receiver for that ACK again.
+//
+// +checklocks:s.ep.mu
+func (s *sender) shouldScheduleRecoveryProbe() bool {
+	return s.ep.tcpRecovery&tcpip.TCPRACKLossDetection != 0 &&
+		s.ep.SACKPermitted &&
+		s.state == tcpip.SACKRecovery
+}
+
 // schedulePTO schedules the probe timeout as defined in
 // https://tools.ietf.org/html/draft-ietf-tcpm-rack-08#section-7.5.1.
 //
@@ -177,11 +205,15 @@ func (s *sender) schedulePTO() {
 	s.rtt.Lock()
 	if s.rtt.TCPRTTState.SRTTInited && s.rtt.TCPRTTState.SRTT > 0 {
 		pto = s.rtt.TCPRTTState.SRTT * 2
-		if s.Outstanding == 1 {
+		// In recovery the receiver acknowledges at once (it holds
+		// out-of-order data or just had a hole filled, RFC 5681
+		// section 4.2), so no allowance for a delayed ACK.
+		if s.Outstanding == 1 && s.state != tcpip.SACKRecovery {
 			pto += wcDelayedACKTimeout
 		}
 	}
 	s.rtt.Unlock()
+	pto <<= s.rc.probes
 
 	now := s.ep.stack.Clock().NowMonotonic()
 	if s.resendTimer.enabled() {
@@ -201,6 +233,11 @@ func (s *sender) schedulePTO() {
 // +checklocksexclude:s.rtt.rttMutex
 func (s *sender) probeTimerExpired() tcpip.Error {
 	if s.probeTimer.isUninitialized() || !s.probeTimer.checkExpiration() {
+		return nil
+	}
+
+	if s.state == tcpip.SACKRecovery || s.rc.tlpRxtOut {
+		s.sendRecoveryProbe()
 		return nil
 	}
 
@@ -242,8 +279,49 @@ func (s *sender) probeTimerExpired() tcpip.Error {
 	// not the probe timer. This ensures that the sender does not send repeated,
 	// back-to-back tail loss probes.
 	s.postXmit(dataSent, false /* shouldScheduleProbe */)
+	if s.rc.tlpRxtOut && s.resendTimer.enabled() {
+		// Unless the probe goes unanswered: then, one probe timeout
+		// later, sendRecoveryProbe retransmits the first unacknowledged
+		// segment before the retransmission timer is armed again.
+		s.schedulePTO()
+	}
 	return nil
 }
+
+// sendRecoveryProbe retransmits, when no ACK came in SACK recovery for a
+// probe timeout, the first segment neither acknowledged nor SACKed: if its
+// retransmission was lost this repairs the hole; if the ACK for it was
+// lost, the receiver answers the duplicate at once (RFC 5681 section 4.2)
+// with what it holds. Then the retransmission timer is armed, so an
+// unanswered probe is followed by the RTO, as after a tail loss probe.
+//
+// +checklocks:s.ep.mu
+// +checklocksexclude:s.rtt.rttMutex
+func (s *sender) sendRecoveryProbe() {
+	var dataSent bool
+	for seg := s.writeList.Front(); seg != nil && seg != s.writeNext && seg.xmitCount > 0; seg = seg.Next() {
+		if s.ep.scoreboard.IsSACKED(seg.sackBlock()) {
+			continue
+		}
+		dataSent = s.maybeSendSegment(seg, int(s.ep.scoreboard.SMSS()), s.SndUna.Add(s.SndWnd))
+		break
+	}
+	if dataSent {
+		s.ep.stack.Stats().TCP.RecoveryProbes.Increment()
+	}
+	s.postXmit(dataSent, false /* shouldScheduleProbe */)
+	// A probe or its answer can be lost as well: probe again, with the
+	// timeout doubled each time, while that stays below the
+	// retransmission timeout (schedulePTO caps it there).
+	s.rc.probes++
+	if dataSent && s.rc.probes < maxRecoveryProbes && s.resendTimer.enabled() {
+		s.schedulePTO()
+	}
+}
+
+// maxRecoveryProbes bounds the probes sendRecoveryProbe sends before it
+// leaves the connection to the retransmission timer.
+const maxRecoveryProbes = 4
 
 // detectTLPRecovery detects if recovery was accomplished by the loss probes
 // and updates TLP state accordingly.

@@ -589,6 +589,7 @@ func (s *sender) retransmitTimerExpired() tcpip.Error {
 	// Set TLPRxtOut to false according to
 	// https://tools.ietf.org/html/draft-ietf-tcpm-rack-08#section-7.6.1.
 	s.rc.tlpRxtOut = false
+	s.rc.probes = 0
 
 	// Give up if we've waited more than a minute since the last resend or
 	// if a user time out is set and we have exceeded the user specified
@@ -1093,9 +1094,16 @@ func (s *sender) postXmit(dataSent bool, shouldScheduleProbe bool) {
 		s.ep.resetKeepaliveTimer(false)
 	} else {
 		// Enable timers if we have pending data.
+		progress := s.rc.progress
+		s.rc.progress = false
 		if shouldScheduleProbe && s.shouldSchedulePTO() {
 			// Schedule PTO after transmitting new data that wasn't itself a TLP probe.
 			s.schedulePTO()
+		} else if shouldScheduleProbe && s.shouldScheduleRecoveryProbe() && s.rc.probes < maxRecoveryProbes &&
+			(dataSent || progress || !s.probeTimer.enabled()) {
+			s.schedulePTO()
+		} else if shouldScheduleProbe && s.shouldScheduleRecoveryProbe() && s.probeTimer.enabled() {
+			// Nothing new: the probe timer stays as it was.
 		} else if !s.resendTimer.enabled() {
 			s.probeTimer.disable()
 			if s.Outstanding > 0 {
@@ -1615,6 +1623,11 @@ func (s *sender) handleRcvdSegment(rcvdSeg *segment) {
 	}
 
 	ack := rcvdSeg.ackNumber
+	if rcvdSeg.hasNewSACKInfo || s.SndUna.LessThan(ack) {
+		// The ACK clock runs: probes start again from one probe timeout.
+		s.rc.probes = 0
+		s.rc.progress = true
+	}
 	fastRetransmit := false
 	// Do not leave fast recovery, if the ACK is out of range.
 	if s.FastRecovery.Active {
@@ -1680,7 +1693,7 @@ func (s *sender) handleRcvdSegment(rcvdSeg *segment) {
 			}
 		}
 
-		if s.shouldSchedulePTO() {
+		if s.shouldSchedulePTO() || s.shouldScheduleRecoveryProbe() {
 			// Schedule PTO upon receiving an ACK that cumulatively acknowledges data.
 			// See https://tools.ietf.org/html/draft-ietf-tcpm-rack-08#section-7.5.1.
 			s.schedulePTO()
