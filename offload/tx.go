@@ -29,6 +29,7 @@ const (
 	ipv4ID       = 4
 	ipv4Checksum = 10
 	ipv6PayLen   = 4
+	ipv6Fragment = 44
 )
 
 // Tx writes one outgoing packet into transmit frames: the whole packet
@@ -121,6 +122,16 @@ func (t *Tx) Reset(bufs [][]byte, l4 int, proto uint8, mss int) error {
 	if v := t.hdr[ethLen] >> 4; t.ipv6 && v != 6 || !t.ipv6 && v != 4 {
 		return fmt.Errorf("%w: IP version %d", ErrMalformed, v)
 	}
+	if t.ipv6 && t.hdr[ethLen+6] == ipv6Fragment ||
+		!t.ipv6 && binary.BigEndian.Uint16(t.hdr[ethLen+6:])&0x3fff != 0 {
+		// A fragment: its checksum, if any, covers the whole datagram
+		// and was computed before fragmentation.
+		if mss > 0 {
+			return fmt.Errorf("%w: segmentation of a fragment", ErrMalformed)
+		}
+		*t = Tx{bufs: bufs, payload: total, segs: 1}
+		return nil
+	}
 	t.payload = total - t.hdrLen
 	if t.payload > 0xffff {
 		return fmt.Errorf("%w: %d bytes of payload", ErrMalformed, t.payload)
@@ -187,11 +198,17 @@ func (t *Tx) copyPayload(dst []byte, n int) uint64 {
 		if len(src) > n-w {
 			src = src[:n-w]
 		}
-		c, s := CopySum(dst[w:], src, 0)
-		if w&1 != 0 {
-			s = SumOdd(s)
+		var c int
+		if t.l4 == 0 {
+			c = copy(dst[w:], src) // no checksum to compute
+		} else {
+			var s uint64
+			c, s = CopySum(dst[w:], src, 0)
+			if w&1 != 0 {
+				s = SumOdd(s)
+			}
+			acc = add(acc, s)
 		}
-		acc = add(acc, s)
 		w += c
 		t.co += c
 		if t.co == len(t.bufs[t.cb]) {

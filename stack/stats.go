@@ -8,11 +8,13 @@ import (
 // QueueStats are one queue's counters.
 type QueueStats struct {
 	Queue int
-	// RxPackets and TxPackets count frames delivered to and written by
-	// netstack; TxNoFrame counts writes that found no free frame or TX
-	// slot; TxOversize packets larger than a frame (dropped); RxRunt
-	// frames shorter than an Ethernet header.
-	RxPackets, TxPackets, TxNoFrame, TxOversize, RxRunt uint64
+	// RxPackets and TxPackets count frames delivered to and packets
+	// written by netstack; TxFrames the frames those packets took (more
+	// than TxPackets with GSO); TxNoFrame counts writes that found no
+	// free frame or TX slot; TxOversize packets larger than a frame or
+	// that package offload could not write (dropped); RxRunt frames
+	// shorter than an Ethernet header.
+	RxPackets, TxPackets, TxFrames, TxNoFrame, TxOversize, RxRunt uint64
 	// RxBadChecksum counts TCP and UDP packets whose checksum failed in
 	// the worker's verification; the worker drops them.
 	RxBadChecksum uint64
@@ -63,7 +65,7 @@ func (s *Stack) Stats() Stats {
 	for i, q := range s.ep.queues {
 		qs := QueueStats{
 			Queue:     i,
-			RxPackets: q.rxPackets.Load(), TxPackets: q.txPackets.Load(),
+			RxPackets: q.rxPackets.Load(), TxPackets: q.txPackets.Load(), TxFrames: q.txFrames.Load(),
 			TxNoFrame: q.txNoFrame.Load(), TxOversize: q.txOversize.Load(), RxRunt: q.rxRunt.Load(),
 			RxBadChecksum: q.rxBadChecksum.Load(), RxInline: q.rxInline.Load(), RxPartialChecksum: q.rxPartialChecksum.Load(),
 		}
