@@ -44,34 +44,41 @@ type contender struct {
 	// acknowledged at once (Config.HandOffTCP, DelayedAck < 0). Only run
 	// when named in -contenders.
 	Upstream bool
+	// Offload is the ustack server's offload setting (serve's -offload):
+	// "" for all on, or "no-gso" or "no-tx-checksum" (run only when named
+	// in -contenders).
+	Offload string
 }
 
 var allContenders = []contender{
-	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "rate", "bulk"}, 0, false, false},
-	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk"}, 0, false, false},
-	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0, false, false},
+	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, false, false, ""},
+	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, false, false, ""},
+	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, false, false, ""},
 	// The same with one P: the application's goroutines then run on the
 	// worker's thread, which on a 2-CPU machine keeps them off the CPU
 	// the client needs.
-	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 1, false, false},
-	{"ustack-adaptive", "ustack", "adaptive", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false},
-	{"ustack-blocking", "ustack", "blocking", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false},
-	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0, false, false},
+	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 1, false, false, ""},
+	{"ustack-adaptive", "ustack", "adaptive", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, ""},
+	{"ustack-blocking", "ustack", "blocking", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, ""},
+	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, false, false, ""},
 	// gVisor's endpoint drops a default veth peer's partial checksums
 	// (its connections never open), so it runs with full checksums.
-	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0, true, false},
-	{"floor", "floor", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false},
-	{"floor-asavie", "floor-asavie", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false},
+	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, true, false, ""},
+	{"floor", "floor", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false, ""},
+	{"floor-asavie", "floor-asavie", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false, ""},
 	// ustack with upstream netstack's hand-offs and immediate ACKs: what
 	// running TCP to completion on the worker and delaying ACKs buy.
-	{Name: "ustack-handoff", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk"}, Upstream: true},
+	// ustack with one offload off: what each buys in bulk transfers.
+	{Name: "ustack-no-gso", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "no-gso"},
+	{Name: "ustack-no-tx-checksum", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "no-tx-checksum"},
+	{Name: "ustack-handoff", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk", "bulk-s2c"}, Upstream: true},
 }
 
 // allContenderNames lists the contenders that run by default.
 func allContenderNames() []string {
 	var n []string
 	for _, c := range allContenders {
-		if !c.Upstream {
+		if !c.Upstream && c.Offload == "" {
 			n = append(n, c.Name)
 		}
 	}
@@ -283,7 +290,7 @@ func measurements(c contender, o options) []result {
 			}
 		case "rate":
 			ms = append(ms, result{Contender: c.Name, Workload: w, Size: 64, Conns: o.conns, Pipeline: o.pipeline})
-		case "bulk":
+		case "bulk", "bulk-s2c":
 			ms = append(ms, result{Contender: c.Name, Workload: w, Size: 256 << 10})
 		}
 	}
@@ -299,7 +306,7 @@ func (r result) summary() string {
 		return fmt.Sprintf("p50 %7.1fµs  p99 %7.1fµs  (%d round trips, server CPU %.2fs)", r.RTT.P50, r.RTT.P99, r.Count, r.ServerCPU)
 	case "rate":
 		return fmt.Sprintf("%10.0f requests/s  (server CPU %.2fs)", r.ReqPerSec, r.ServerCPU)
-	case "bulk":
+	case "bulk", "bulk-s2c":
 		return fmt.Sprintf("%7.2f Gbit/s  (server CPU %.2fs)", r.Gbps, r.ServerCPU)
 	}
 	return ""
@@ -378,7 +385,7 @@ func (c *child) stop() error {
 
 func startServerChild(exe string, pair *vethtest.Pair, c contender) (*child, error) {
 	ch, err := spawn(exe, pair.Ustack, procsEnv(c, c.Server), "serve", "-contender", c.Server, "-iface", pair.Ustack.Link, "-poll", c.Poll, "-port", strconv.Itoa(benchPort),
-		"-upstream="+strconv.FormatBool(c.Upstream))
+		"-upstream="+strconv.FormatBool(c.Upstream), "-offload", c.Offload)
 	if err != nil {
 		return nil, err
 	}
@@ -419,8 +426,8 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 	if c.Target == "ustack" {
 		host = vethtest.UstackIPv4
 	}
-	addr, bulkAddr := fmt.Sprintf("%v:%d", host, benchPort), fmt.Sprintf("%v:%d", host, benchPort+1)
-	args := []string{"-dial", c.Client, "-iface", pair.Kernel.Link, "-addr", addr, "-bulk-addr", bulkAddr, "-proto", c.Proto, "-workload", m.Workload,
+	addr, bulkAddr, sourceAddr := fmt.Sprintf("%v:%d", host, benchPort), fmt.Sprintf("%v:%d", host, benchPort+1), fmt.Sprintf("%v:%d", host, benchPort+2)
+	args := []string{"-dial", c.Client, "-iface", pair.Kernel.Link, "-addr", addr, "-bulk-addr", bulkAddr, "-source-addr", sourceAddr, "-proto", c.Proto, "-workload", m.Workload,
 		"-size", strconv.Itoa(m.Size), "-conns", strconv.Itoa(o.conns), "-pipeline", strconv.Itoa(o.pipeline),
 		"-duration", o.duration.String(), "-warmup", strconv.Itoa(o.warmup)}
 	cl, err := spawn(exe, pair.Kernel, procsEnv(c, c.Client), "client", args...)
@@ -456,7 +463,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 				switch m.Workload {
 				case "pingpong", "rate":
 					m.ReqPerSec = float64(m.Count) / m.Seconds
-				case "bulk":
+				case "bulk", "bulk-s2c":
 					m.Gbps = float64(m.Bytes) * 8 / m.Seconds / 1e9
 				}
 			}
@@ -540,7 +547,7 @@ func median(rs []result) result {
 		switch {
 		case r.RTT != nil:
 			return r.RTT.P50
-		case r.Workload == "bulk":
+		case r.Workload == "bulk" || r.Workload == "bulk-s2c":
 			return r.Gbps
 		}
 		return r.ReqPerSec
