@@ -273,7 +273,10 @@ func testBulk(t *testing.T, opts vethtest.Options, cfg Config, size int, network
 	defer uln.Close()
 	// ustack → kernel: a kernel listener sinks what ustack sends.
 	var kln net.Listener
-	if err := p.Kernel.Do(func() (err error) { kln, err = net.Listen(network, netip.AddrPortFrom(kernelAddr, 9001).String()); return err }); err != nil {
+	if err := p.Kernel.Do(func() (err error) {
+		kln, err = net.Listen(network, netip.AddrPortFrom(kernelAddr, 9001).String())
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	defer kln.Close()
