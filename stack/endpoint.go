@@ -34,6 +34,10 @@ type queue struct {
 	io frameIO
 
 	rxDescs [batchSize]xsk.Desc // worker only
+	// Worker only: the batch's verdicts, and GRO's scratch.
+	rxValid   [batchSize]uint8
+	groSegs   []offload.Seg
+	groFrames [batchSize][]byte
 	// deferred collects the TCP endpoints an RX batch touched, for the
 	// worker to process once the whole batch is delivered (worker only).
 	deferred deferred
@@ -44,7 +48,7 @@ type queue struct {
 	tx      offload.Tx          // under txMu: the packet being written
 	txViews [][]byte            // under txMu: its bytes (reused)
 
-	rxPackets, txPackets, txFrames, txNoFrame, txOversize, rxRunt, rxBadChecksum, rxPartialChecksum, rxInline atomic.Uint64
+	rxPackets, txPackets, txFrames, txNoFrame, txOversize, rxRunt, rxBadChecksum, rxPartialChecksum, rxInline, rxCoalesced atomic.Uint64
 
 	// spinning is set while the worker busy-polls (not blocked in Wait):
 	// only then may a kick be left to it.
@@ -66,6 +70,7 @@ type endpoint struct {
 	partialOK  bool      // accept offload.Partial checksums (a veth peer)
 	txCsum     bool      // TX checksums computed in the copy (Config.NoTxChecksum unset)
 	gso        bool      // TCP segmentation offload (Config.NoGSO unset)
+	gro        bool      // receive coalescing (Config.GRO)
 	handOff    bool      // Config.HandOffTCP
 	fast       *fastPath // early demux, set by newStack (nil: none)
 	trace      *tracer   // nil unless Config.Trace
@@ -82,6 +87,7 @@ func newEndpoint(ios []frameIO, link linkInfo, cfg *Config) *endpoint {
 	e := &endpoint{mtu: link.mtu, mac: tcpip.LinkAddress(link.mac), poll: cfg.Poll, spinBudget: cfg.SpinBudget, pin: cfg.Pin,
 		trustRx: cfg.TrustRxChecksum, partialOK: link.partialChecksums, handOff: cfg.HandOffTCP}
 	e.caps = gstack.CapabilityResolutionRequired
+	e.gro = cfg.GRO
 	if !cfg.NoTxChecksum {
 		e.txCsum = true
 		e.caps |= gstack.CapabilityTXChecksumOffload
@@ -91,7 +97,7 @@ func newEndpoint(ios []frameIO, link linkInfo, cfg *Config) *endpoint {
 		e.trace = newTracer()
 	}
 	for _, io := range ios {
-		q := &queue{io: io, trace: e.trace}
+		q := &queue{io: io, trace: e.trace, groSegs: make([]offload.Seg, 0, batchSize)}
 		q.deferred.work = make([]gstack.DeferredWork, 0, batchSize)
 		e.queues = append(e.queues, q)
 	}

@@ -15,7 +15,7 @@ import (
 // kernel and ustack, over IPv4 and IPv6, with every TX offload on and with
 // each off, on a default veth pair (the kernel end's TX checksum offload
 // on, so it sends partial checksums) and with the kernel end sending full
-// checksums; SHA-256 at both ends.
+// checksums; SHA-256 at both ends. GRO is tried on as well.
 func TestPrivilegedOffloadBulk(t *testing.T) {
 	for _, oc := range offloadConfigs {
 		for _, network := range []string{"tcp4", "tcp6"} {
@@ -29,8 +29,11 @@ func TestPrivilegedOffloadBulk(t *testing.T) {
 					oc.set(&cfg)
 					_, s := testBulk(t, vethtest.Options{KernelTxChecksumOff: kernelFull}, cfg, 16<<20, network)
 					q := s.Stats().Queues[0]
-					if gso := q.TxFrames > q.TxPackets; gso != (oc.name == "all-offloads") {
+					if gso := q.TxFrames > q.TxPackets; gso != oc.gso {
 						t.Errorf("%d packets in %d frames: GSO in use %v", q.TxPackets, q.TxFrames, gso)
+					}
+					if gro := q.RxCoalesced > 0; gro != oc.gro {
+						t.Errorf("%d segments coalesced: GRO in use %v", q.RxCoalesced, gro)
 					}
 					if partial := q.RxPartialChecksum > 0; partial == kernelFull {
 						t.Errorf("%d partial checksums received, kernel end's TX checksum offload on: %v", q.RxPartialChecksum, !kernelFull)

@@ -18,12 +18,14 @@ import (
 
 // offloadConfigs are the TX offload settings the tests run with.
 var offloadConfigs = []struct {
-	name string
-	set  func(*Config)
+	name     string
+	set      func(*Config)
+	gso, gro bool // in use
 }{
-	{"all-offloads", func(*Config) {}},
-	{"no-gso", func(c *Config) { c.NoGSO = true }},
-	{"no-tx-checksum", func(c *Config) { c.NoTxChecksum = true }},
+	{"default", func(*Config) {}, true, false},
+	{"gro", func(c *Config) { c.GRO = true }, true, true},
+	{"no-gso", func(c *Config) { c.NoGSO = true }, false, false},
+	{"no-tx-checksum", func(c *Config) { c.NoTxChecksum = true }, false, false},
 }
 
 // frameChecker checks every frame a stack transmits, as a tap on the
@@ -155,8 +157,11 @@ func TestMemOffloadBulk(t *testing.T) {
 				sa, sb := mp.a.Stats().Queues[0], mp.b.Stats().Queues[0]
 				gso := sa.TxFrames > sa.TxPackets && sb.TxFrames > sb.TxPackets
 				t.Logf("A: %d packets in %d frames; B: %d in %d", sa.TxPackets, sa.TxFrames, sb.TxPackets, sb.TxFrames)
-				if wantGSO := oc.name == "all-offloads"; gso != wantGSO {
-					t.Errorf("GSO in use %v, want %v", gso, wantGSO)
+				if gso != oc.gso {
+					t.Errorf("GSO in use %v, want %v", gso, oc.gso)
+				}
+				if gro := sa.RxCoalesced > 0 && sb.RxCoalesced > 0; gro != oc.gro {
+					t.Errorf("GRO in use %v (%d, %d segments coalesced), want %v", gro, sa.RxCoalesced, sb.RxCoalesced, oc.gro)
 				}
 				if ca.frames.Load() != sa.TxFrames || cb.frames.Load() != sb.TxFrames {
 					t.Errorf("TxFrames %d, %d; frames on the wire %d, %d", sa.TxFrames, sb.TxFrames, ca.frames.Load(), cb.frames.Load())

@@ -25,6 +25,9 @@ type QueueStats struct {
 	// processed itself, after an RX batch (at most one per endpoint and
 	// batch), instead of waking a netstack processor goroutine.
 	RxInline uint64
+	// RxCoalesced counts received TCP segments GRO merged into the
+	// segment before them (Config.GRO).
+	RxCoalesced uint64
 	// XSK holds the AF_XDP socket's counters (zero over a memory wire).
 	XSK xsk.Stats
 }
@@ -67,7 +70,7 @@ func (s *Stack) Stats() Stats {
 			Queue:     i,
 			RxPackets: q.rxPackets.Load(), TxPackets: q.txPackets.Load(), TxFrames: q.txFrames.Load(),
 			TxNoFrame: q.txNoFrame.Load(), TxOversize: q.txOversize.Load(), RxRunt: q.rxRunt.Load(),
-			RxBadChecksum: q.rxBadChecksum.Load(), RxInline: q.rxInline.Load(), RxPartialChecksum: q.rxPartialChecksum.Load(),
+			RxBadChecksum: q.rxBadChecksum.Load(), RxInline: q.rxInline.Load(), RxPartialChecksum: q.rxPartialChecksum.Load(), RxCoalesced: q.rxCoalesced.Load(),
 		}
 		if xp, ok := q.io.(interface{ Stats() (xsk.Stats, error) }); ok {
 			qs.XSK, _ = xp.Stats()
