@@ -71,7 +71,7 @@ func serveMain(args []string) error {
 	poll := fs.String("poll", "spin", "ustack polling policy")
 	port := fs.Int("port", 7000, "port")
 	upstream := fs.Bool("upstream", false, "ustack with upstream netstack's hand-offs and immediate ACKs")
-	offload := fs.String("offload", "", "ustack offload setting: \"\" (all on), no-gso or no-tx-checksum")
+	offload := fs.String("offload", "", "ustack offload setting: \"\" (the defaults), no-gro, no-gso or no-tx-checksum")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

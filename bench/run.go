@@ -45,8 +45,8 @@ type contender struct {
 	// when named in -contenders.
 	Upstream bool
 	// Offload is the ustack server's offload setting (serve's -offload):
-	// "" for all on, or "no-gso" or "no-tx-checksum" (run only when named
-	// in -contenders).
+	// "" for the defaults, "no-gro", "no-gso" or "no-tx-checksum" (run only
+	// when named in -contenders).
 	Offload string
 }
 
@@ -69,6 +69,7 @@ var allContenders = []contender{
 	// ustack with upstream netstack's hand-offs and immediate ACKs: what
 	// running TCP to completion on the worker and delaying ACKs buy.
 	// ustack with one offload off: what each buys in bulk transfers.
+	{Name: "ustack-no-gro", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "no-gro"},
 	{Name: "ustack-no-gso", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "no-gso"},
 	{Name: "ustack-no-tx-checksum", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "no-tx-checksum"},
 	{Name: "ustack-handoff", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk", "bulk-s2c"}, Upstream: true},

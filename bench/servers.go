@@ -84,6 +84,8 @@ func startServer(contender, iface, poll string, port uint16, upstream bool, offl
 			cfg.NoGSO = true
 		case "no-tx-checksum":
 			cfg.NoTxChecksum = true
+		case "no-gro":
+			cfg.NoGRO = true
 		default:
 			return nil, "", fmt.Errorf("unknown offload setting %q", offload)
 		}

@@ -125,12 +125,13 @@ type Config struct {
 	// UMEM, checksums included, so netstack's per-packet work is done
 	// once per 64 KiB instead of once per 1.4 KiB. For comparisons.
 	NoGSO bool
-	// GRO merges, within each received batch, consecutive in-order TCP
-	// segments of one flow with matching headers into one packet before
-	// netstack sees it (package offload; Linux's GRO rules: anything
-	// unusual passes as is), so netstack's per-packet work is done once
-	// per run.
-	GRO bool
+	// NoGRO turns receive coalescing off. By default, within each
+	// received batch, consecutive in-order TCP segments of one flow with
+	// matching headers are merged into one packet before netstack sees it
+	// (package offload, on Linux's GRO rules: anything unusual passes as
+	// is), so netstack's per-packet work is done once per run. For
+	// comparisons.
+	NoGRO bool
 	// DelayedAck is the longest TCP holds the ACK it owes for received
 	// data, waiting for a segment of the application's (typically its
 	// reply) to carry it (default 500µs; negative: acknowledge every

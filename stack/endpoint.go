@@ -70,7 +70,7 @@ type endpoint struct {
 	partialOK  bool      // accept offload.Partial checksums (a veth peer)
 	txCsum     bool      // TX checksums computed in the copy (Config.NoTxChecksum unset)
 	gso        bool      // TCP segmentation offload (Config.NoGSO unset)
-	gro        bool      // receive coalescing (Config.GRO)
+	gro        bool      // receive coalescing (Config.NoGRO unset)
 	handOff    bool      // Config.HandOffTCP
 	fast       *fastPath // early demux, set by newStack (nil: none)
 	trace      *tracer   // nil unless Config.Trace
@@ -87,7 +87,7 @@ func newEndpoint(ios []frameIO, link linkInfo, cfg *Config) *endpoint {
 	e := &endpoint{mtu: link.mtu, mac: tcpip.LinkAddress(link.mac), poll: cfg.Poll, spinBudget: cfg.SpinBudget, pin: cfg.Pin,
 		trustRx: cfg.TrustRxChecksum, partialOK: link.partialChecksums, handOff: cfg.HandOffTCP}
 	e.caps = gstack.CapabilityResolutionRequired
-	e.gro = cfg.GRO
+	e.gro = !cfg.NoGRO
 	if !cfg.NoTxChecksum {
 		e.txCsum = true
 		e.caps |= gstack.CapabilityTXChecksumOffload

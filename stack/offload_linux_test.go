@@ -15,7 +15,7 @@ import (
 // kernel and ustack, over IPv4 and IPv6, with every TX offload on and with
 // each off, on a default veth pair (the kernel end's TX checksum offload
 // on, so it sends partial checksums) and with the kernel end sending full
-// checksums; SHA-256 at both ends. GRO is tried on as well.
+// checksums; SHA-256 at both ends. GRO on and off as well.
 func TestPrivilegedOffloadBulk(t *testing.T) {
 	for _, oc := range offloadConfigs {
 		for _, network := range []string{"tcp4", "tcp6"} {

@@ -26,7 +26,7 @@ type QueueStats struct {
 	// batch), instead of waking a netstack processor goroutine.
 	RxInline uint64
 	// RxCoalesced counts received TCP segments GRO merged into the
-	// segment before them (Config.GRO).
+	// segment before them (unless Config.NoGRO).
 	RxCoalesced uint64
 	// XSK holds the AF_XDP socket's counters (zero over a memory wire).
 	XSK xsk.Stats

@@ -75,9 +75,10 @@ func main() {
 
 // stackFlags are the flags that configure ustack.
 type stackFlags struct {
-	which, iface, addrs, poll string
-	queues                    int
-	pin                       bool
+	which, iface, addrs, poll  string
+	queues                     int
+	pin                        bool
+	noTxChecksum, noGSO, noGRO bool
 }
 
 func (f *stackFlags) register(fs *flag.FlagSet) {
@@ -87,6 +88,9 @@ func (f *stackFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.poll, "poll", "adaptive", "worker polling `policy`: spin, adaptive or blocking")
 	fs.IntVar(&f.queues, "queues", 1, "interface queues (and workers) ustack serves")
 	fs.BoolVar(&f.pin, "pin", false, "pin each ustack worker to a CPU")
+	fs.BoolVar(&f.noTxChecksum, "no-tx-checksum", false, "let netstack compute TX checksums instead of the copy into UMEM (implies -no-gso)")
+	fs.BoolVar(&f.noGSO, "no-gso", false, "no TCP segmentation offload: netstack sends MSS-sized packets")
+	fs.BoolVar(&f.noGRO, "no-gro", false, "no receive coalescing: netstack sees every TCP segment as received")
 }
 
 func (f *stackFlags) config() (stack.Config, error) {
@@ -117,7 +121,8 @@ func (f *stackFlags) config() (stack.Config, error) {
 	if f.queues < 1 {
 		return stack.Config{}, fmt.Errorf("-queues %d: want at least 1", f.queues)
 	}
-	return stack.Config{Interface: f.iface, Addrs: prefixes, Poll: poll, Queues: f.queues, Pin: f.pin}, nil
+	return stack.Config{Interface: f.iface, Addrs: prefixes, Poll: poll, Queues: f.queues, Pin: f.pin,
+		NoTxChecksum: f.noTxChecksum, NoGSO: f.noGSO, NoGRO: f.noGRO}, nil
 }
 
 func checkRoot() error {
