@@ -208,7 +208,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	pair, err := vethtest.New(vethtest.Options{})
+	pair, err := vethtest.New(vethtest.Options{KernelGRO: o.kernelGRO})
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +216,9 @@ func run(ctx context.Context, o options) (*report, error) {
 	rep := &report{Machine: describeMachine(), Started: time.Now().UTC().Format(time.RFC3339),
 		Options: map[string]any{"quick": o.quick, "duration": o.duration.String(), "warmup": o.warmup, "sizes": o.sizes,
 			"conns": o.conns, "pipeline": o.pipeline, "runs": o.runs, "contenders": o.contenders}}
+	if o.kernelGRO {
+		rep.Machine.Link += ", GRO on at the client's end"
+	}
 	o.log("ustack echo benchmark: %d CPUs (%s), Linux %s, %s\n", rep.Machine.CPUs, rep.Machine.CPUModel, rep.Machine.Kernel, rep.Machine.Link)
 	o.log("topology: %s (client, %v) ⟷ veth ⟷ %s (kernel server %v, ustack %v)\n\n", pair.Kernel.Namespace, pair.Kernel.IPv4,
 		pair.Ustack.Namespace, pair.Ustack.IPv4, vethtest.UstackIPv4)
