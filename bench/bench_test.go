@@ -152,7 +152,7 @@ func TestPrivilegedQuickRun(t *testing.T) {
 			if r.Count < 10 || r.ReqPerSec <= 0 {
 				t.Errorf("%s: %d requests, %v/s", key, r.Count, r.ReqPerSec)
 			}
-		case "bulk":
+		case "bulk", "bulk-s2c":
 			if r.Bytes < 1<<20 || r.Gbps <= 0 {
 				t.Errorf("%s: %d bytes, %v Gbit/s", key, r.Bytes, r.Gbps)
 			}
@@ -165,7 +165,7 @@ func TestPrivilegedQuickRun(t *testing.T) {
 		}
 	}
 	for _, c := range allContenders {
-		if c.Upstream {
+		if c.Upstream || c.Offload != "" {
 			continue // runs only when asked for
 		}
 		for _, w := range c.Workloads {

@@ -26,6 +26,7 @@ type options struct {
 	runs       int
 	out        string
 	contenders []string
+	kernelGRO  bool
 	log        func(format string, args ...any)
 }
 
@@ -64,6 +65,7 @@ func parseFlags(args []string) (options, error) {
 	pipeline := fs.Int("pipeline", 1, "requests in flight per connection for the rate workload")
 	runs := fs.Int("runs", 1, "repeat every measurement this many times and report medians")
 	out := fs.String("out", "results", "`directory` for results.json and the plots")
+	kernelGRO := fs.Bool("kernel-gro", false, "turn GRO on at the client's (kernel) veth end, as behind a NIC: the kernel then coalesces what ustack sends")
 	contenders := fs.String("contenders", strings.Join(allContenderNames(), ","), "comma-separated `contenders` to run (kernel always runs, as the reference)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -71,7 +73,7 @@ func parseFlags(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	o := options{quick: *quick, duration: *duration, warmup: *warmup, conns: *conns, held: *held, pipeline: *pipeline, runs: *runs, out: *out,
+	o := options{quick: *quick, duration: *duration, warmup: *warmup, conns: *conns, held: *held, pipeline: *pipeline, runs: *runs, out: *out, kernelGRO: *kernelGRO,
 		log: func(f string, a ...any) { fmt.Printf(f, a...) }}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

@@ -71,10 +71,11 @@ func serveMain(args []string) error {
 	poll := fs.String("poll", "spin", "ustack polling policy")
 	port := fs.Int("port", 7000, "port")
 	upstream := fs.Bool("upstream", false, "ustack with upstream netstack's hand-offs and immediate ACKs")
+	offload := fs.String("offload", "", "ustack offload setting: \"\" (the defaults), no-gro, gso or no-tx-checksum")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	stop, mode, err := startServer(*contender, *iface, *poll, uint16(*port), *upstream)
+	stop, mode, err := startServer(*contender, *iface, *poll, uint16(*port), *upstream, *offload)
 	if err != nil {
 		return err
 	}
@@ -137,8 +138,9 @@ func clientMain(args []string) error {
 	iface := fs.String("iface", "", "interface (ustack client)")
 	addr := fs.String("addr", "", "echo server address")
 	bulkAddr := fs.String("bulk-addr", "", "discard server address (bulk)")
+	sourceAddr := fs.String("source-addr", "", "source server address (bulk-s2c)")
 	proto := fs.String("proto", "tcp", "tcp or udp")
-	workload := fs.String("workload", "pingpong", "pingpong, rate or bulk")
+	workload := fs.String("workload", "pingpong", "pingpong, rate, bulk (client to server) or bulk-s2c (server to client)")
 	size := fs.Int("size", 64, "message bytes")
 	conns := fs.Int("conns", 32, "rate connections")
 	held := fs.Int("held", 10000, "connections the conns workload holds")
@@ -212,6 +214,19 @@ func clientMain(args []string) error {
 			return err
 		}
 		res.Count, res.Seconds = r.Count, r.Seconds
+	case "bulk-s2c":
+		c, err := dial(ctx, "tcp", *sourceAddr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		mark("START")
+		n, el, err := echo.Download(ctx, c, *duration)
+		mark("END")
+		if err != nil {
+			return err
+		}
+		res.Bytes, res.Seconds = n, el.Seconds()
 	default:
 		return fmt.Errorf("unknown workload %q", *workload)
 	}

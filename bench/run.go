@@ -44,34 +44,42 @@ type contender struct {
 	// acknowledged at once (Config.HandOffTCP, DelayedAck < 0). Only run
 	// when named in -contenders.
 	Upstream bool
+	// Offload is the ustack server's offload setting (serve's -offload):
+	// "" for the defaults, "no-gro", "gso" or "no-tx-checksum" (run only
+	// when named in -contenders).
+	Offload string
 }
 
 var allContenders = []contender{
-	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "rate", "bulk", "conns"}, 0, false, false},
-	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk"}, 0, false, false},
-	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "conns"}, 0, false, false},
+	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, ""},
+	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, false, false, ""},
+	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, ""},
 	// The same with one P: the application's goroutines then run on the
 	// worker's thread, which on a 2-CPU machine keeps them off the CPU
 	// the client needs.
-	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 1, false, false},
-	{"ustack-adaptive", "ustack", "adaptive", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false},
-	{"ustack-blocking", "ustack", "blocking", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false},
-	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0, false, false},
+	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 1, false, false, ""},
+	{"ustack-adaptive", "ustack", "adaptive", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, ""},
+	{"ustack-blocking", "ustack", "blocking", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, ""},
+	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, false, false, ""},
 	// gVisor's endpoint drops a default veth peer's partial checksums
 	// (its connections never open), so it runs with full checksums.
-	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk"}, 0, true, false},
-	{"floor", "floor", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false},
-	{"floor-asavie", "floor-asavie", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false},
+	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, true, false, ""},
+	{"floor", "floor", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false, ""},
+	{"floor-asavie", "floor-asavie", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false, ""},
 	// ustack with upstream netstack's hand-offs and immediate ACKs: what
 	// running TCP to completion on the worker and delaying ACKs buy.
-	{Name: "ustack-handoff", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk"}, Upstream: true},
+	// ustack with one offload changed: what each buys in bulk transfers.
+	{Name: "ustack-no-gro", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "no-gro"},
+	{Name: "ustack-gso", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "gso"},
+	{Name: "ustack-no-tx-checksum", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "no-tx-checksum"},
+	{Name: "ustack-handoff", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk", "bulk-s2c"}, Upstream: true},
 }
 
 // allContenderNames lists the contenders that run by default.
 func allContenderNames() []string {
 	var n []string
 	for _, c := range allContenders {
-		if !c.Upstream {
+		if !c.Upstream && c.Offload == "" {
 			n = append(n, c.Name)
 		}
 	}
@@ -203,7 +211,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	pair, err := vethtest.New(vethtest.Options{})
+	pair, err := vethtest.New(vethtest.Options{KernelGRO: o.kernelGRO})
 	if err != nil {
 		return nil, err
 	}
@@ -211,6 +219,9 @@ func run(ctx context.Context, o options) (*report, error) {
 	rep := &report{Machine: describeMachine(), Started: time.Now().UTC().Format(time.RFC3339),
 		Options: map[string]any{"quick": o.quick, "duration": o.duration.String(), "warmup": o.warmup, "sizes": o.sizes,
 			"conns": o.conns, "pipeline": o.pipeline, "runs": o.runs, "contenders": o.contenders}}
+	if o.kernelGRO {
+		rep.Machine.Link += ", GRO on at the client's end"
+	}
 	o.log("ustack echo benchmark: %d CPUs (%s), Linux %s, %s\n", rep.Machine.CPUs, rep.Machine.CPUModel, rep.Machine.Kernel, rep.Machine.Link)
 	o.log("topology: %s (client, %v) ⟷ veth ⟷ %s (kernel server %v, ustack %v)\n\n", pair.Kernel.Namespace, pair.Kernel.IPv4,
 		pair.Ustack.Namespace, pair.Ustack.IPv4, vethtest.UstackIPv4)
@@ -286,7 +297,7 @@ func measurements(c contender, o options) []result {
 			}
 		case "rate":
 			ms = append(ms, result{Contender: c.Name, Workload: w, Size: 64, Conns: o.conns, Pipeline: o.pipeline})
-		case "bulk":
+		case "bulk", "bulk-s2c":
 			ms = append(ms, result{Contender: c.Name, Workload: w, Size: 256 << 10})
 		case "conns":
 			ms = append(ms, result{Contender: c.Name, Workload: w, Size: connsMsg, Conns: o.held})
@@ -304,7 +315,7 @@ func (r result) summary() string {
 		return fmt.Sprintf("p50 %7.1fµs  p99 %7.1fµs  (%d round trips, server CPU %.2fs)", r.RTT.P50, r.RTT.P99, r.Count, r.ServerCPU)
 	case "rate":
 		return fmt.Sprintf("%10.0f requests/s  (server CPU %.2fs)", r.ReqPerSec, r.ServerCPU)
-	case "bulk":
+	case "bulk", "bulk-s2c":
 		return fmt.Sprintf("%7.2f Gbit/s  (server CPU %.2fs)", r.Gbps, r.ServerCPU)
 	case "conns":
 		return fmt.Sprintf("%d connections, %.0f/s, server RSS %.1f KB per connection", r.Count, r.ReqPerSec, r.RSSPerConn/1e3)
@@ -385,7 +396,7 @@ func (c *child) stop() error {
 
 func startServerChild(exe string, pair *vethtest.Pair, c contender) (*child, error) {
 	ch, err := spawn(exe, pair.Ustack, procsEnv(c, c.Server), "serve", "-contender", c.Server, "-iface", pair.Ustack.Link, "-poll", c.Poll, "-port", strconv.Itoa(benchPort),
-		"-upstream="+strconv.FormatBool(c.Upstream))
+		"-upstream="+strconv.FormatBool(c.Upstream), "-offload", c.Offload)
 	if err != nil {
 		return nil, err
 	}
@@ -426,8 +437,8 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 	if c.Target == "ustack" {
 		host = vethtest.UstackIPv4
 	}
-	addr, bulkAddr := fmt.Sprintf("%v:%d", host, benchPort), fmt.Sprintf("%v:%d", host, benchPort+1)
-	args := []string{"-dial", c.Client, "-iface", pair.Kernel.Link, "-addr", addr, "-bulk-addr", bulkAddr, "-proto", c.Proto, "-workload", m.Workload,
+	addr, bulkAddr, sourceAddr := fmt.Sprintf("%v:%d", host, benchPort), fmt.Sprintf("%v:%d", host, benchPort+1), fmt.Sprintf("%v:%d", host, benchPort+2)
+	args := []string{"-dial", c.Client, "-iface", pair.Kernel.Link, "-addr", addr, "-bulk-addr", bulkAddr, "-source-addr", sourceAddr, "-proto", c.Proto, "-workload", m.Workload,
 		"-size", strconv.Itoa(m.Size), "-conns", strconv.Itoa(o.conns), "-held", strconv.Itoa(o.held), "-pipeline", strconv.Itoa(o.pipeline),
 		"-duration", o.duration.String(), "-warmup", strconv.Itoa(o.warmup)}
 	cl, err := spawn(exe, pair.Kernel, procsEnv(c, c.Client), "client", args...)
@@ -466,7 +477,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 				switch m.Workload {
 				case "pingpong", "rate", "conns":
 					m.ReqPerSec = float64(m.Count) / m.Seconds
-				case "bulk":
+				case "bulk", "bulk-s2c":
 					m.Gbps = float64(m.Bytes) * 8 / m.Seconds / 1e9
 				}
 			}
@@ -550,7 +561,7 @@ func median(rs []result) result {
 		switch {
 		case r.RTT != nil:
 			return r.RTT.P50
-		case r.Workload == "bulk":
+		case r.Workload == "bulk" || r.Workload == "bulk-s2c":
 			return r.Gbps
 		}
 		return r.ReqPerSec

@@ -31,11 +31,11 @@ import (
 // parent asks for (a server child runs one contender).
 var servedStack *stack.Stack
 
-// startServer starts the echo server (on port) and discard server (on
-// port+1) of a contender in the current namespace and returns a function
+// startServer starts the echo server (on port), discard server (on
+// port+1) and source server (port+2) of a contender in the current namespace and returns a function
 // that stops them and releases everything, and the mode the XDP program
 // was attached in ("" for the kernel contenders, which attach none).
-func startServer(contender, iface, poll string, port uint16, upstream bool) (stop func(), xdpMode string, err error) {
+func startServer(contender, iface, poll string, port uint16, upstream bool, offload string) (stop func(), xdpMode string, err error) {
 	kernelAddr := netip.AddrPortFrom(vethtest.UstackHostIPv4, port)
 	ustackAddr := netip.AddrPortFrom(vethtest.UstackIPv4, port)
 	switch contender {
@@ -49,6 +49,12 @@ func startServer(contender, iface, poll string, port uint16, upstream bool) (sto
 			ln.Close()
 			return nil, "", err
 		}
+		sln, err := net.Listen("tcp", netip.AddrPortFrom(kernelAddr.Addr(), port+2).String())
+		if err != nil {
+			ln.Close()
+			dln.Close()
+			return nil, "", err
+		}
 		if contender == "kernel" {
 			go echo.ServeTCP(ln)
 			go echo.ServeDiscard(dln)
@@ -56,7 +62,8 @@ func startServer(contender, iface, poll string, port uint16, upstream bool) (sto
 			go serveBusyPoll(ln, false)
 			go serveBusyPoll(dln, true)
 		}
-		return func() { ln.Close(); dln.Close() }, "", nil
+		go echo.ServeSource(sln)
+		return func() { ln.Close(); dln.Close(); sln.Close() }, "", nil
 	case "ustack":
 		p, err := stack.ParsePollPolicy(poll)
 		if err != nil {
@@ -70,6 +77,17 @@ func startServer(contender, iface, poll string, port uint16, upstream bool) (sto
 		}
 		if upstream {
 			cfg.HandOffTCP, cfg.DelayedAck = true, -1
+		}
+		switch offload {
+		case "":
+		case "gso":
+			cfg.GSO = true
+		case "no-tx-checksum":
+			cfg.NoTxChecksum = true
+		case "no-gro":
+			cfg.NoGRO = true
+		default:
+			return nil, "", fmt.Errorf("unknown offload setting %q", offload)
 		}
 		s, err := stack.New(cfg)
 		if err != nil {
@@ -87,9 +105,17 @@ func startServer(contender, iface, poll string, port uint16, upstream bool) (sto
 			s.Close()
 			return nil, "", err
 		}
+		sln, err := s.Listen("tcp", netip.AddrPortFrom(ustackAddr.Addr(), port+2).String())
+		if err != nil {
+			ln.Close()
+			dln.Close()
+			s.Close()
+			return nil, "", err
+		}
 		go echo.ServeTCP(ln)
 		go echo.ServeDiscard(dln)
-		return func() { ln.Close(); dln.Close(); s.Close() }, s.Stats().AttachMode.String(), nil
+		go echo.ServeSource(sln)
+		return func() { ln.Close(); dln.Close(); sln.Close(); s.Close() }, s.Stats().AttachMode.String(), nil
 	case "gvisor-xdp":
 		stop, err := startGVisorXDP(iface, ustackAddr)
 		return stop, bpf.AttachNative.String(), err
@@ -167,8 +193,14 @@ func startGVisorXDP(iface string, addr netip.AddrPort) (_ func(), err error) {
 		return nil, err
 	}
 	u.add(func() { dln.Close() })
+	sln, err := gonet.ListenTCP(ns, tcpip.FullAddress{NIC: 1, Addr: pa.AddressWithPrefix.Address, Port: addr.Port() + 2}, ipv4.ProtocolNumber)
+	if err != nil {
+		return nil, err
+	}
+	u.add(func() { sln.Close() })
 	go echo.ServeTCP(ln)
 	go echo.ServeDiscard(dln)
+	go echo.ServeSource(sln)
 	// gVisor's endpoint never closes its socket or UMEM; the process
 	// exits right after, which releases them.
 	return u.run, nil

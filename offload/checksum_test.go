@@ -187,30 +187,6 @@ func referenceVerify(f []byte) Verdict {
 	return Invalid
 }
 
-func BenchmarkChecksum(b *testing.B) {
-	for _, n := range []int{64, 1500, 9000} {
-		buf := make([]byte, n)
-		b.Run(itoa(n), func(b *testing.B) {
-			b.SetBytes(int64(n))
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				Checksum(buf)
-			}
-		})
-	}
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var d []byte
-	for ; n > 0; n /= 10 {
-		d = append([]byte{byte('0' + n%10)}, d...)
-	}
-	return string(d)
-}
-
 // partial rewrites a TCP or UDP frame's checksum field the way a Linux
 // sender with checksum offload leaves it: the folded pseudo-header sum.
 func partial(f []byte) []byte {

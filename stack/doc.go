@@ -7,8 +7,9 @@
 //	RX (rx.go): XDP program (package bpf) redirects owned frames to the
 //	    queue's AF_XDP socket → the queue's worker goroutine takes a batch
 //	    off the RX ring → verifies each TCP/UDP checksum once (package
-//	    offload; bad ones are dropped here) → copies each frame once into
-//	    a netstack buffer → delivers it inline: a segment of an
+//	    offload; bad ones are dropped here) → unless Config.NoGRO, merges runs
+//	    of in-order segments of one TCP flow into one packet → copies each
+//	    frame (or run) once into a netstack buffer → delivers it inline: a segment of an
 //	    established IPv4 connection straight to that connection's queue
 //	    (early demux, fastpath.go), anything else through netstack's
 //	    layers → once the batch is in, processes every TCP connection it
@@ -18,7 +19,11 @@
 //	TX (tx.go): netstack writes from the writer's goroutine (the
 //	    application's, or the worker's for ACKs) → the first packet's flow
 //	    hash picks a queue → under that queue's TX lock each packet is
-//	    copied once into a UMEM frame and put on the TX ring → the kick
+//	    copied once into a UMEM frame, its TCP/UDP checksum computed in
+//	    the same pass, and a TCP packet of up to 64 KiB (netstack sends
+//	    such GSO packets, the link advertising segmentation offload) cut
+//	    into MSS-sized frames on the way (package offload's Tx) → the
+//	    frames go on the TX ring → the kick
 //	    (kick.go): while the worker spins it kicks once per loop for
 //	    everything writers queued; a writer kicks itself when the worker
 //	    is blocked or a full batch waits. ACKs are netstack's: delayed

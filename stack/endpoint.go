@@ -8,6 +8,7 @@ import (
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
+	"github.com/ustack-dev/ustack/offload"
 	"github.com/ustack-dev/ustack/xsk"
 )
 
@@ -17,9 +18,14 @@ const batchSize = 64
 
 const ethHeaderLen = header.EthernetMinimumSize
 
+// gsoMaxSize is the largest TCP packet netstack may hand down with GSO:
+// an IPv4 packet's total length fits 16 bits.
+const gsoMaxSize = 0xffff
+
 var (
 	_ gstack.LinkEndpoint       = (*endpoint)(nil)
 	_ gstack.SinglePacketWriter = (*endpoint)(nil)
+	_ gstack.GSOEndpoint        = (*endpoint)(nil)
 )
 
 // queue is one interface queue: its port, the worker state (RX side,
@@ -29,15 +35,21 @@ type queue struct {
 	raw frameIO // the socket (or memory wire) under any middleware
 
 	rxDescs [batchSize]xsk.Desc // worker only
+	// Worker only: the batch's verdicts, and GRO's scratch.
+	rxValid   [batchSize]uint8
+	groSegs   []offload.Seg
+	groFrames [batchSize][]byte
 	// deferred collects the TCP endpoints an RX batch touched, for the
 	// worker to process once the whole batch is delivered (worker only).
 	deferred deferred
 
 	txMu    sync.Mutex
 	txDescs [batchSize]xsk.Desc // under txMu
-	txPkt   [batchSize]int      // under txMu: index in the batch of txDescs[i]'s packet
+	txPos   [batchSize]txPos    // under txMu: which packet and segment txDescs[i] holds
+	tx      offload.Tx          // under txMu: the packet being written
+	txViews [][]byte            // under txMu: its bytes (reused)
 
-	rxPackets, txPackets, txNoFrame, txOversize, rxRunt, rxBadChecksum, rxPartialChecksum, rxInline atomic.Uint64
+	rxPackets, txPackets, txFrames, txNoFrame, txOversize, rxRunt, rxBadChecksum, rxPartialChecksum, rxInline, rxCoalesced atomic.Uint64
 
 	// spinning is set while the worker busy-polls (not blocked in Wait):
 	// only then may a kick be left to it.
@@ -59,6 +71,9 @@ type endpoint struct {
 	pin        bool
 	trustRx    bool
 	partialOK  bool      // accept offload.Partial checksums (a veth peer)
+	txCsum     bool      // TX checksums computed in the copy (Config.NoTxChecksum unset)
+	gso        bool      // TCP segmentation offload (Config.GSO)
+	gro        bool      // receive coalescing (Config.NoGRO unset)
 	handOff    bool      // Config.HandOffTCP
 	fast       *fastPath // early demux, set by newStack (nil: none)
 	trace      *tracer   // nil unless Config.Trace
@@ -76,6 +91,12 @@ func newEndpoint(ios []frameIO, link linkInfo, cfg *Config) *endpoint {
 	e := &endpoint{mtu: link.mtu, mac: tcpip.LinkAddress(link.mac), poll: cfg.Poll, spinBudget: cfg.SpinBudget, pin: cfg.Pin,
 		trustRx: cfg.TrustRxChecksum, partialOK: link.partialChecksums, handOff: cfg.HandOffTCP}
 	e.caps = gstack.CapabilityResolutionRequired
+	e.gro = !cfg.NoGRO
+	if !cfg.NoTxChecksum {
+		e.txCsum = true
+		e.caps |= gstack.CapabilityTXChecksumOffload
+		e.gso = cfg.GSO
+	}
 	if cfg.Trace {
 		e.trace = newTracer()
 	}
@@ -83,7 +104,7 @@ func newEndpoint(ios []frameIO, link linkInfo, cfg *Config) *endpoint {
 		e.capture = newCapturer(cfg.Capture)
 	}
 	for i, io := range ios {
-		q := &queue{io: io, raw: io, trace: e.trace}
+		q := &queue{io: io, raw: io, trace: e.trace, groSegs: make([]offload.Seg, 0, batchSize)}
 		// Middleware, outermost last: faults next to the wire.
 		if cfg.Faults != nil {
 			q.faults = newFaultIO(q.io, cfg.Faults, i, &q.txMu)
@@ -119,6 +140,25 @@ func (e *endpoint) SetLinkAddress(tcpip.LinkAddress) {}
 
 // Capabilities implements gstack.LinkEndpoint.
 func (e *endpoint) Capabilities() gstack.LinkEndpointCapabilities { return e.caps }
+
+// GSOMaxSize implements gstack.GSOEndpoint.
+func (e *endpoint) GSOMaxSize() uint32 {
+	if !e.gso {
+		return 0
+	}
+	return gsoMaxSize
+}
+
+// SupportedGSO implements gstack.GSOEndpoint: with GSO on, the host kind,
+// whose contract is a NIC's: TCP packets up to GSOMaxSize with the
+// pseudo-header sum in the checksum field and the MSS in the packet's
+// GSO options, cut and checksummed by the link (offload.Tx).
+func (e *endpoint) SupportedGSO() gstack.SupportedGSO {
+	if !e.gso {
+		return gstack.GSONotSupported
+	}
+	return gstack.HostGSOSupported
+}
 
 // ARPHardwareType implements gstack.LinkEndpoint.
 func (e *endpoint) ARPHardwareType() header.ARPHardwareType { return header.ARPHardwareEther }

@@ -36,8 +36,10 @@ func newFastPath(ns *gstack.Stack, tcp segmentQueuer) *fastPath {
 
 // deliver queues frame to its connection and reports whether it did; the
 // caller delivers it the ordinary way if not. frame's checksums have been
-// verified.
-func (f *fastPath) deliver(frame []byte, deferrer gstack.Deferrer) bool {
+// verified. If v is not nil, frame is v's bytes and deliver takes
+// ownership of v when it returns true (the frame is then not copied);
+// otherwise it copies frame.
+func (f *fastPath) deliver(frame []byte, v *buffer.View, deferrer gstack.Deferrer) bool {
 	if len(frame) < ethHeaderLen+header.IPv4MinimumSize+header.TCPMinimumSize ||
 		binary.BigEndian.Uint16(frame[12:14]) != uint16(header.IPv4ProtocolNumber) {
 		return false
@@ -59,7 +61,15 @@ func (f *fastPath) deliver(frame []byte, deferrer gstack.Deferrer) bool {
 	if ep == nil {
 		return false
 	}
-	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: buffer.MakeWithData(ip[:total])})
+	var payload buffer.Buffer
+	if v != nil {
+		v.TrimFront(ethHeaderLen)
+		v.CapLength(total)
+		payload = buffer.MakeWithView(v)
+	} else {
+		payload = buffer.MakeWithData(ip[:total])
+	}
+	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: payload})
 	defer pkt.DecRef()
 	pkt.NetworkProtocolNumber = header.IPv4ProtocolNumber
 	pkt.TransportProtocolNumber = header.TCPProtocolNumber

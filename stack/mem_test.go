@@ -93,6 +93,13 @@ func newMemPair(t testing.TB, poll PollPolicy) *memPair {
 // newMemPairWith is newMemPair with B's configuration adjusted by cfgB.
 func newMemPairWith(t testing.TB, poll PollPolicy, cfgB func(*Config)) *memPair {
 	t.Helper()
+	return newMemPairCfg(t, poll, nil, cfgB)
+}
+
+// newMemPairCfg is newMemPair with A's and B's configurations adjusted by
+// cfgA and cfgB (either may be nil).
+func newMemPairCfg(t testing.TB, poll PollPolicy, cfgA, cfgB func(*Config)) *memPair {
+	t.Helper()
 	pa, pb, err := newMemWire(1024, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +109,9 @@ func newMemPairWith(t testing.TB, poll PollPolicy, cfgB func(*Config)) *memPair 
 		cfg := Config{Interface: "mem", Addrs: addrs, Poll: poll}
 		if p == pb && cfgB != nil {
 			cfgB(&cfg)
+		}
+		if p == pa && cfgA != nil {
+			cfgA(&cfg)
 		}
 		cfg.setDefaults()
 		if err := cfg.validate(); err != nil {

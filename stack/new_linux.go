@@ -9,6 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// vethMaxXDPMTU is the largest veth MTU native XDP accepts with 4 KiB
+// pages: 4096 - XDP_PACKET_HEADROOM (256) - sizeof(struct
+// skb_shared_info) (320) - ETH_HLEN (14), as veth_xdp_set computes it
+// (Linux 6.18; TestPrivilegedMTULimits checks it).
+const vethMaxXDPMTU = 3506
+
 // New attaches ustack to cfg.Interface (in the calling thread's network
 // namespace): it loads and attaches the XDP steering program, opens one
 // AF_XDP socket per queue on a shared UMEM, starts the workers and brings
@@ -41,6 +47,13 @@ func New(cfg Config) (_ *Stack, err error) {
 				return nil, fmt.Errorf("%w: %v is the kernel's own address on %s; ustack needs addresses of its own (the kernel would answer for this one too)", ErrConfig, a.Addr(), cfg.Interface)
 			}
 		}
+	}
+	if ifc.Kind == "veth" && !cfg.ForceGenericXDP && mtu > vethMaxXDPMTU {
+		// The kernel refuses native XDP on a veth whose peer's MTU
+		// leaves no room in a page for the headroom and skb_shared_info
+		// (veth_xdp_set); generic mode would then take every packet
+		// through an skb copy on queue 0 and the peer keep TSO on.
+		return nil, fmt.Errorf("%w: %s has MTU %d, native XDP on veth takes at most %d (lower both ends' MTU, or ForceGenericXDP)", ErrConfig, cfg.Interface, mtu, vethMaxXDPMTU)
 	}
 	if len(ifc.MAC) != 6 {
 		return nil, fmt.Errorf("%w: %s has no Ethernet address", ErrConfig, cfg.Interface)

@@ -102,50 +102,27 @@ func (e *endpoint) worker(i int, q *queue) {
 // trusted: a packet that fails is dropped and counted, a packet that
 // passes is marked so netstack does not checksum it again. Frames
 // offload does not check (ARP, ICMP, fragments, IPv6 extension headers)
-// go to netstack unmarked, and netstack checks them.
+// go to netstack unmarked, and netstack checks them. With GRO, runs of
+// verified in-order segments of one TCP flow are first merged into one
+// packet (offload.ParseTCP, Follows, Merge), copied once as well.
 func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
 	d := e.loadDispatcher()
 	if d == nil {
 		return
 	}
+	valid := q.rxValid[:len(descs)]
 	for i := range descs {
-		data := q.io.Data(descs[i])
-		if len(data) < ethHeaderLen {
-			q.rxRunt.Add(1)
+		valid[i] = e.verify(q, q.io.Data(descs[i]))
+	}
+	for i := 0; i < len(descs); {
+		if n := e.coalesce(q, d, descs[i:], valid[i:]); n > 0 {
+			i += n
 			continue
 		}
-		proto := tcpip.NetworkProtocolNumber(binary.BigEndian.Uint16(data[12:14]))
-		valid := e.trustRx
-		if !valid {
-			switch offload.Verify(data) {
-			case offload.Valid:
-				valid = true
-			case offload.Partial:
-				if !e.partialOK {
-					q.rxBadChecksum.Add(1)
-					continue
-				}
-				q.rxPartialChecksum.Add(1)
-				valid = true
-			case offload.Invalid:
-				q.rxBadChecksum.Add(1)
-				continue
-			}
+		if valid[i] != rxDrop {
+			e.deliverFrame(q, d, q.io.Data(descs[i]), valid[i] == rxValid)
 		}
-		if e.fast != nil && valid && !e.handOff && e.fast.deliver(data, &q.deferred) {
-			continue
-		}
-		pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{
-			Payload: buffer.MakeWithData(data),
-		})
-		pkt.LinkHeader().Consume(ethHeaderLen)
-		pkt.NetworkProtocolNumber = proto
-		pkt.RXChecksumValidated = valid
-		if !e.handOff {
-			pkt.Deferrer = &q.deferred
-		}
-		d.DeliverNetworkPacket(proto, pkt)
-		pkt.DecRef()
+		i++
 	}
 	q.rxPackets.Add(uint64(len(descs)))
 	q.rxInline.Add(uint64(len(q.deferred.work)))
@@ -153,6 +130,105 @@ func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
 	// here, on the worker, outside netstack's demuxer locks, once per
 	// endpoint; it readies the application goroutines it has data for.
 	q.deferred.run()
+}
+
+// The worker's verdicts on received frames.
+const (
+	rxDrop      = iota // runt or bad checksum: dropped, counted
+	rxUnchecked        // for netstack to check
+	rxValid            // checksums verified (or trusted)
+)
+
+// verify classifies a received frame, counting drops.
+func (e *endpoint) verify(q *queue, data []byte) uint8 {
+	if len(data) < ethHeaderLen {
+		q.rxRunt.Add(1)
+		return rxDrop
+	}
+	if e.trustRx {
+		return rxValid
+	}
+	switch offload.Verify(data) {
+	case offload.Valid:
+		return rxValid
+	case offload.Partial:
+		if !e.partialOK {
+			q.rxBadChecksum.Add(1)
+			return rxDrop
+		}
+		q.rxPartialChecksum.Add(1)
+		return rxValid
+	case offload.Invalid:
+		q.rxBadChecksum.Add(1)
+		return rxDrop
+	}
+	return rxUnchecked
+}
+
+// deliverFrame hands one frame to netstack (or the early demux).
+func (e *endpoint) deliverFrame(q *queue, d gstack.NetworkDispatcher, data []byte, valid bool) {
+	if e.fast != nil && valid && !e.handOff && e.fast.deliver(data, nil, &q.deferred) {
+		return
+	}
+	e.dispatch(q, d, buffer.MakeWithData(data), data, valid)
+}
+
+// dispatch delivers a packet (the whole frame in payload; data aliases
+// its bytes or the frame's) through netstack's NIC. It takes ownership of
+// payload.
+func (e *endpoint) dispatch(q *queue, d gstack.NetworkDispatcher, payload buffer.Buffer, data []byte, valid bool) {
+	proto := tcpip.NetworkProtocolNumber(binary.BigEndian.Uint16(data[12:14]))
+	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: payload})
+	pkt.LinkHeader().Consume(ethHeaderLen)
+	pkt.NetworkProtocolNumber = proto
+	pkt.RXChecksumValidated = valid
+	if !e.handOff {
+		pkt.Deferrer = &q.deferred
+	}
+	d.DeliverNetworkPacket(proto, pkt)
+	pkt.DecRef()
+}
+
+// coalesce merges the run of TCP segments that starts at descs[0], if
+// GRO is on and the run has more than one, delivers the merged packet and
+// returns how many frames it took; 0 otherwise.
+func (e *endpoint) coalesce(q *queue, d gstack.NetworkDispatcher, descs []xsk.Desc, valid []uint8) int {
+	if !e.gro || len(descs) < 2 || valid[0] != rxValid || valid[1] != rxValid {
+		return 0
+	}
+	first := q.io.Data(descs[0])
+	f, ok := offload.ParseTCP(first)
+	if !ok {
+		return 0
+	}
+	segs := append(q.groSegs[:0], f)
+	size := f.Payload - ethHeaderLen + f.Len
+	for i := 1; i < len(descs) && valid[i] == rxValid; i++ {
+		data := q.io.Data(descs[i])
+		n, ok := offload.ParseTCP(data)
+		if !ok || !offload.Follows(first, f, segs[len(segs)-1], data, n, size) {
+			break
+		}
+		segs = append(segs, n)
+		size += n.Len
+	}
+	q.groSegs = segs[:0]
+	if len(segs) == 1 {
+		return 0
+	}
+	frames := q.groFrames[:len(segs)]
+	for i := range frames {
+		frames[i] = q.io.Data(descs[i])
+	}
+	v := buffer.NewViewSize(offload.MergedLen(segs))
+	offload.Merge(v.AsSlice(), frames, segs)
+	clear(frames)
+	q.rxCoalesced.Add(uint64(len(segs) - 1))
+	if e.fast != nil && !e.handOff && e.fast.deliver(v.AsSlice(), v, &q.deferred) {
+		return len(segs)
+	}
+	e.dispatch(q, d, buffer.MakeWithView(v), v.AsSlice(), true)
+	return len(segs)
 }
 
 // deferred is a netstack Deferrer: the transport work of one RX batch.

@@ -11,11 +11,13 @@ import (
 // QueueStats are one queue's counters.
 type QueueStats struct {
 	Queue int
-	// RxPackets and TxPackets count frames delivered to and written by
-	// netstack; TxNoFrame counts writes that found no free frame or TX
-	// slot; TxOversize packets larger than a frame (dropped); RxRunt
-	// frames shorter than an Ethernet header.
-	RxPackets, TxPackets, TxNoFrame, TxOversize, RxRunt uint64
+	// RxPackets and TxPackets count frames delivered to and packets
+	// written by netstack; TxFrames the frames those packets took (more
+	// than TxPackets with GSO); TxNoFrame counts writes that found no
+	// free frame or TX slot; TxOversize packets larger than a frame or
+	// that package offload could not write (dropped); RxRunt frames
+	// shorter than an Ethernet header.
+	RxPackets, TxPackets, TxFrames, TxNoFrame, TxOversize, RxRunt uint64
 	// RxBadChecksum counts TCP and UDP packets whose checksum failed in
 	// the worker's verification; the worker drops them.
 	RxBadChecksum uint64
@@ -26,6 +28,9 @@ type QueueStats struct {
 	// processed itself, after an RX batch (at most one per endpoint and
 	// batch), instead of waking a netstack processor goroutine.
 	RxInline uint64
+	// RxCoalesced counts received TCP segments GRO merged into the
+	// segment before them (unless Config.NoGRO).
+	RxCoalesced uint64
 	// XSK holds the AF_XDP socket's counters (zero over a memory wire).
 	XSK xsk.Stats
 	// FaultsRX and FaultsTX count the faults injected (Config.Faults).
@@ -72,9 +77,9 @@ func (s *Stack) Stats() Stats {
 	for i, q := range s.ep.queues {
 		qs := QueueStats{
 			Queue:     i,
-			RxPackets: q.rxPackets.Load(), TxPackets: q.txPackets.Load(),
+			RxPackets: q.rxPackets.Load(), TxPackets: q.txPackets.Load(), TxFrames: q.txFrames.Load(),
 			TxNoFrame: q.txNoFrame.Load(), TxOversize: q.txOversize.Load(), RxRunt: q.rxRunt.Load(),
-			RxBadChecksum: q.rxBadChecksum.Load(), RxInline: q.rxInline.Load(), RxPartialChecksum: q.rxPartialChecksum.Load(),
+			RxBadChecksum: q.rxBadChecksum.Load(), RxInline: q.rxInline.Load(), RxPartialChecksum: q.rxPartialChecksum.Load(), RxCoalesced: q.rxCoalesced.Load(),
 		}
 		if xp, ok := q.rawIO().(interface{ Stats() (xsk.Stats, error) }); ok {
 			qs.XSK, _ = xp.Stats()

@@ -4,6 +4,7 @@ import (
 	"runtime"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
 	"github.com/ustack-dev/ustack/xsk"
 )
@@ -39,10 +40,13 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 	if len(e.queues) > 1 {
 		q = e.queues[all[0].Hash%uint32(len(e.queues))]
 	}
-	sent, stalls := 0, 0
-	for sent < len(all) {
-		n := e.writeBatch(q, all[sent:])
-		if n == 0 {
+	// at is the next frame to write: packet all[at.pkt], segment at.seg
+	// (a GSO packet may take several batches).
+	var at txPos
+	stalls := 0
+	for at.pkt < len(all) {
+		next := e.writeBatch(q, all[at.pkt:], at.seg)
+		if next == (txPos{0, at.seg}) {
 			// Out of frames or TX slots: what is queued must go first,
 			// and it may be waiting for a kick left to the worker.
 			if stalls == maxTxStalls {
@@ -53,10 +57,11 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 			runtime.Gosched()
 			continue
 		}
-		sent += n
+		at = txPos{at.pkt + next.pkt, next.seg}
 	}
+	sent := at.pkt
 	switch {
-	case sent == 0:
+	case sent == 0 && at.seg == 0:
 	case q.io.TxQueued() >= batchSize:
 		// A full batch is waiting: send it now rather than after the
 		// worker's next turn.
@@ -72,6 +77,8 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 	}
 	q.txPackets.Add(uint64(sent))
 	if sent == 0 {
+		// A GSO packet of which only some segments went counts as not
+		// sent: TCP retransmits the rest.
 		q.txNoFrame.Add(1)
 		return 0, &tcpip.ErrNoBufferSpace{}
 	}
@@ -84,20 +91,33 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 // netstack, which would otherwise count queued packets as lost.
 func (q *queue) kickQueued() { _ = q.kick() }
 
-// writeBatch copies up to batchSize packets into frames, enqueues them,
-// and returns how many of pkts it consumed (queued, or dropped as
-// oversize); 0 when no frame or TX slot was free.
-func (e *endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer) int {
+// txPos is a position in a list of packets being written: a packet's
+// index and a segment of it.
+type txPos struct{ pkt, seg int }
+
+// writeBatch writes up to batchSize frames, starting at segment seg of
+// pkts[0], enqueues them, and returns where the next batch starts
+// (packets dropped as unwritable count as written); the position it
+// started from when no frame or TX slot was free.
+func (e *endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer, seg int) txPos {
 	q.txMu.Lock()
 	defer q.txMu.Unlock()
 	// Reap sent frames every batch (one shared-memory load when there
 	// are none), so frames and completion slots never run short.
 	q.io.Complete()
 	descs := q.txDescs[:0]
-	consumed := 0
-	for _, pkt := range pkts {
-		if len(descs) == batchSize {
-			break
+	at := txPos{0, seg}
+	loaded := -1 // the packet q.tx holds
+	for at.pkt < len(pkts) && len(descs) < batchSize {
+		if loaded != at.pkt {
+			if err := e.loadTx(q, pkts[at.pkt]); err != nil {
+				// Netstack built it, so this cannot happen short of a
+				// bug; drop rather than send garbage.
+				q.txOversize.Add(1)
+				at = txPos{at.pkt + 1, 0}
+				continue
+			}
+			loaded = at.pkt
 		}
 		addr, ok := q.io.Alloc()
 		if !ok {
@@ -109,17 +129,20 @@ func (e *endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer) int {
 				break
 			}
 		}
-		q.txPkt[len(descs)] = consumed
-		consumed++
-		frame := q.io.Frame(addr)
-		if pkt.Size() > len(frame) {
-			// Netstack segments to the MTU, so this cannot happen
-			// short of a bug; drop rather than truncate.
+		n, err := q.tx.WriteSegment(q.io.Frame(addr), at.seg)
+		if err != nil {
+			// Larger than a frame: netstack segments to the MTU
+			// and to the MSS, so again a bug; drop, never truncate.
 			q.io.Free(addr)
 			q.txOversize.Add(1)
+			at = txPos{at.pkt + 1, 0}
 			continue
 		}
-		descs = append(descs, xsk.Desc{Addr: addr, Len: uint32(copyPacket(frame, pkt))})
+		q.txPos[len(descs)] = at
+		descs = append(descs, xsk.Desc{Addr: addr, Len: uint32(n)})
+		if at.seg++; at.seg == q.tx.Segments() {
+			at = txPos{at.pkt + 1, 0}
+		}
 	}
 	if t := q.trace; t != nil && len(descs) > 0 {
 		// Before Enqueue: once a frame is on the ring, a kick may
@@ -130,25 +153,41 @@ func (e *endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer) int {
 	for _, d := range descs[n:] {
 		q.io.Free(d.Addr)
 	}
+	q.txFrames.Add(uint64(n))
 	if n < len(descs) {
-		// TX ring full: the packets from descs[n] on were not sent.
-		return q.txPkt[n]
+		// TX ring full: the frames from descs[n] on were not sent.
+		return q.txPos[n]
 	}
-	return consumed
+	return at
 }
 
-// copyPacket copies pkt's bytes into frame and returns how many.
-func copyPacket(frame []byte, pkt *gstack.PacketBuffer) int {
+// loadTx prepares q.tx for pkt: its bytes as netstack's views, where its
+// transport header starts, and whether offload is to checksum it (TX
+// checksum offload on: netstack left the field for us) and cut it
+// (a GSO packet: its MSS).
+func (e *endpoint) loadTx(q *queue, pkt *gstack.PacketBuffer) error {
 	views, off := pkt.AsViewList()
-	w := 0
+	q.txViews = q.txViews[:0]
 	for v := views.Front(); v != nil; v = v.Next() {
 		b := v.AsSlice()
 		if off >= len(b) {
 			off -= len(b)
 			continue
 		}
-		w += copy(frame[w:], b[off:])
+		q.txViews = append(q.txViews, b[off:])
 		off = 0
 	}
-	return w
+	var proto uint8
+	var l4, mss int
+	if e.txCsum {
+		switch pkt.TransportProtocolNumber {
+		case header.TCPProtocolNumber, header.UDPProtocolNumber:
+			proto = uint8(pkt.TransportProtocolNumber)
+			l4 = len(pkt.LinkHeader().Slice()) + len(pkt.NetworkHeader().Slice())
+		}
+		if g := &pkt.GSOOptions; g.Type == gstack.GSOTCPv4 || g.Type == gstack.GSOTCPv6 {
+			mss = int(g.MSS)
+		}
+	}
+	return q.tx.Reset(q.txViews, l4, proto, mss)
 }

@@ -243,8 +243,18 @@ func sink(c io.Reader) ([sha256.Size]byte, int64, error) {
 }
 
 func testBulk64MiB(t *testing.T) {
-	p, s := newVethStack(t, vethtest.Options{}, Config{Poll: Spin})
-	const size = 64 << 20
+	testBulk(t, vethtest.Options{}, Config{Poll: Spin}, 64<<20, "tcp4")
+}
+
+// testBulk moves size bytes each way at once between the kernel and
+// ustack (over "tcp4" or "tcp6") and checks SHA-256 at both ends. It
+// returns the stack's counters afterwards.
+func testBulk(t *testing.T, opts vethtest.Options, cfg Config, size int, network string) (*vethtest.Pair, *Stack) {
+	p, s := newVethStack(t, opts, cfg)
+	kernelAddr, ustackAddr := vethtest.KernelIPv4, vethtest.UstackIPv4
+	if network == "tcp6" {
+		kernelAddr, ustackAddr = vethtest.KernelIPv6, vethtest.UstackIPv6
+	}
 	rng := rand.New(rand.NewPCG(1, 1))
 	data := make([]byte, size)
 	for i := 0; i < size; i += 8 {
@@ -256,14 +266,17 @@ func testBulk64MiB(t *testing.T) {
 	want := sha256.Sum256(data)
 
 	// kernel → ustack: a ustack listener sinks what the kernel sends.
-	uln, err := s.Listen("tcp", ":9000")
+	uln, err := s.Listen(network, ":9000")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer uln.Close()
 	// ustack → kernel: a kernel listener sinks what ustack sends.
 	var kln net.Listener
-	if err := p.Kernel.Do(func() (err error) { kln, err = net.Listen("tcp", "198.18.0.1:9001"); return err }); err != nil {
+	if err := p.Kernel.Do(func() (err error) {
+		kln, err = net.Listen(network, netip.AddrPortFrom(kernelAddr, 9001).String())
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	defer kln.Close()
@@ -287,12 +300,12 @@ func testBulk64MiB(t *testing.T) {
 			sunk <- got{sum, n, err}
 		}(ln)
 	}
-	kc, err := kernelDial(context.Background(), p, "tcp", netip.AddrPortFrom(vethtest.UstackIPv4, 9000).String())
+	kc, err := kernelDial(context.Background(), p, network, netip.AddrPortFrom(ustackAddr, 9000).String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer kc.Close()
-	uc, err := s.Dial("tcp", "198.18.0.1:9001")
+	uc, err := s.Dial(network, netip.AddrPortFrom(kernelAddr, 9001).String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,12 +332,13 @@ func testBulk64MiB(t *testing.T) {
 		if g.err != nil {
 			t.Fatalf("read: %v", g.err)
 		}
-		if g.n != size || g.sum != want {
+		if g.n != int64(size) || g.sum != want {
 			t.Fatalf("received %d bytes, sha256 match %v", g.n, g.sum == want)
 		}
 	}
 	el := time.Since(start)
-	t.Logf("64 MiB each way at once in %v (%.2f Gbit/s each way)", el, float64(size*8)/el.Seconds()/1e9)
+	t.Logf("%d MiB each way at once in %v (%.2f Gbit/s each way)", size>>20, el, float64(size*8)/el.Seconds()/1e9)
+	return p, s
 }
 
 // TestPrivileged1000Connections opens 1000 concurrent kernel connections

@@ -12,6 +12,8 @@ import (
 const (
 	ethtoolGTxCsum = 0x16 // ETHTOOL_GTXCSUM
 	ethtoolSTxCsum = 0x17 // ETHTOOL_STXCSUM
+	ethtoolGGRO    = 0x2b // ETHTOOL_GGRO
+	ethtoolSGRO    = 0x2c // ETHTOOL_SGRO
 )
 
 type ethtoolValue struct {
@@ -39,6 +41,25 @@ func setTxChecksum(dev string, on bool) error {
 // interface (in the calling thread's namespace).
 func txChecksum(dev string) (bool, error) {
 	v := ethtoolValue{cmd: ethtoolGTxCsum}
+	err := ethtool(dev, &v)
+	return v.data != 0, err
+}
+
+// setGRO turns generic receive offload of the named interface on or off,
+// as `ethtool -K dev gro on|off`. On veth, on also gives the device a
+// NAPI context, so what its peer sends is coalesced as a NIC's driver
+// would (veth_set_features).
+func setGRO(dev string, on bool) error {
+	v := ethtoolValue{cmd: ethtoolSGRO}
+	if on {
+		v.data = 1
+	}
+	return ethtool(dev, &v)
+}
+
+// gro reports whether GRO is on for the named interface.
+func gro(dev string) (bool, error) {
+	v := ethtoolValue{cmd: ethtoolGGRO}
 	err := ethtool(dev, &v)
 	return v.data != 0, err
 }

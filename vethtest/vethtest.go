@@ -57,6 +57,10 @@ type Options struct {
 	// KernelTxChecksumOff turns TX checksum offload off at the Kernel end,
 	// so it sends complete checksums.
 	KernelTxChecksumOff bool
+	// KernelGRO turns GRO on at the Kernel end (off on a new veth), so the
+	// kernel coalesces the MTU-sized frames ustack sends as it would
+	// behind a NIC, instead of running its TCP once per frame.
+	KernelGRO bool
 }
 
 // Host is one namespace of a Pair and its veth end.
@@ -236,6 +240,11 @@ func New(opts Options) (_ *Pair, err error) {
 	if opts.KernelTxChecksumOff {
 		if err := p.Kernel.Do(func() error { return setTxChecksum(p.Kernel.Link, false) }); err != nil {
 			return nil, fmt.Errorf("turn off tx checksum offload on %s: %w", p.Kernel.Link, err)
+		}
+	}
+	if opts.KernelGRO {
+		if err := p.Kernel.Do(func() error { return setGRO(p.Kernel.Link, true) }); err != nil {
+			return nil, fmt.Errorf("turn on gro on %s: %w", p.Kernel.Link, err)
 		}
 	}
 	return p, nil

@@ -71,6 +71,19 @@ func TestPrivilegedKernelTxChecksumOff(t *testing.T) {
 	}
 }
 
+func TestPrivilegedKernelGRO(t *testing.T) {
+	for _, want := range []bool{false, true} {
+		p := NewT(t, Options{KernelGRO: want})
+		var on bool
+		if err := p.Kernel.Do(func() (err error) { on, err = gro(p.Kernel.Link); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if on != want {
+			t.Errorf("KernelGRO %v: gro on at the kernel end %v", want, on)
+		}
+	}
+}
+
 func TestPrivilegedCloseDeletesNamespaces(t *testing.T) {
 	Privileged(t)
 	p, err := New(Options{})

@@ -337,3 +337,83 @@ func Bulk(ctx context.Context, c net.Conn, d time.Duration) (int64, time.Duratio
 	}
 	return sent, elapsed, nil
 }
+
+// maxSource bounds how long a ServeSource connection may ask to be fed.
+const maxSource = 10 * time.Minute
+
+// ServeSource is the server side of Download: for every connection ln
+// accepts it reads the duration the client asks for (8 bytes, big-endian
+// nanoseconds, at most 10 minutes), writes data for that long, closes its
+// write side, and then reads the client's count of what it received (8
+// bytes) to check it. It returns nil when ln is closed.
+func ServeSource(ln net.Listener) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			var b [8]byte
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			if _, err := io.ReadFull(c, b[:]); err != nil {
+				return
+			}
+			d := time.Duration(binary.BigEndian.Uint64(b[:]))
+			if d <= 0 || d > maxSource {
+				return
+			}
+			start := time.Now()
+			c.SetDeadline(start.Add(d + 30*time.Second))
+			buf := make([]byte, 256<<10)
+			for time.Since(start) < d {
+				if _, err := c.Write(buf); err != nil {
+					return
+				}
+			}
+			if cw, ok := c.(interface{ CloseWrite() error }); ok {
+				cw.CloseWrite()
+			}
+			io.ReadFull(c, b[:])
+		}()
+	}
+}
+
+// Download asks a ServeSource server over c to send for d and reads what
+// it sends until it closes its side. It returns the bytes received and
+// the time from the request to the last byte.
+func Download(ctx context.Context, c net.Conn, d time.Duration) (int64, time.Duration, error) {
+	if d <= 0 || d > maxSource {
+		return 0, 0, fmt.Errorf("download for %v: want up to %v", d, maxSource)
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(d))
+	start := time.Now()
+	c.SetDeadline(start.Add(d + 30*time.Second))
+	if _, err := c.Write(b[:]); err != nil {
+		return 0, 0, fmt.Errorf("request: %w", err)
+	}
+	buf := make([]byte, 256<<10)
+	var got int64
+	for ctx.Err() == nil {
+		n, err := c.Read(buf)
+		got += int64(n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return got, time.Since(start), fmt.Errorf("read: %w", err)
+		}
+	}
+	elapsed := time.Since(start)
+	binary.BigEndian.PutUint64(b[:], uint64(got))
+	c.Write(b[:])
+	return got, elapsed, ctx.Err()
+}

@@ -58,9 +58,14 @@ func TestWorkloadsOverLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 2)
+	sln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 3)
 	go func() { done <- ServeTCP(ln) }()
 	go func() { done <- ServeDiscard(dln) }()
+	go func() { done <- ServeSource(sln) }()
 	ctx := context.Background()
 	dial := (&net.Dialer{Timeout: 5 * time.Second}).DialContext
 
@@ -86,15 +91,27 @@ func TestWorkloadsOverLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := Bulk(ctx, c, 100*time.Millisecond)
+	var b int64
+	b, _, err = Bulk(ctx, c, 100*time.Millisecond)
 	c.Close()
 	if err != nil || b < 256<<10 {
 		t.Fatalf("bulk: %d bytes: %v", b, err)
 	}
 
+	c, err = dial(ctx, "tcp", sln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, el, err = Download(ctx, c, 100*time.Millisecond)
+	c.Close()
+	if err != nil || b < 256<<10 || el < 100*time.Millisecond {
+		t.Fatalf("download: %d bytes in %v: %v", b, el, err)
+	}
+
 	ln.Close()
 	dln.Close()
-	for i := 0; i < 2; i++ {
+	sln.Close()
+	for i := 0; i < 3; i++ {
 		if err := <-done; err != nil {
 			t.Errorf("server: %v", err)
 		}

@@ -692,6 +692,13 @@ func (e *endpoint) writePacketPostRouting(r *stack.Route, pkt *stack.PacketBuffe
 			// is set but the packet must be fragmented for the non-forwarding case.
 			return &tcpip.ErrMessageTooLong{}
 		}
+		if !r.RequiresTXTransportChecksum() {
+			// The link computes transport checksums (TX checksum
+			// offload), but it sees fragments, and a fragment cannot
+			// be summed alone: compute the checksum now, as Linux's
+			// ip_do_fragment does (skb_checksum_help).
+			pkt.CalculateTransportChecksum()
+		}
 		sent, remain, err := e.handleFragments(r, networkMTU, pkt, func(fragPkt *stack.PacketBuffer) tcpip.Error {
 			// TODO(gvisor.dev/issue/3884): Evaluate whether we want to send each
 			// fragment one by one using WritePacket() (current strategy) or if we

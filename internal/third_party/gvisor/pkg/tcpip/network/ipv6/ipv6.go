@@ -1004,6 +1004,13 @@ func (e *endpoint) writePacket(r *stack.Route, pkt *stack.PacketBuffer, protocol
 			//   not by routers along a packet's delivery path.
 			return &tcpip.ErrMessageTooLong{}
 		}
+		if !r.RequiresTXTransportChecksum() {
+			// The link computes transport checksums (TX checksum
+			// offload), but it sees fragments, and a fragment cannot
+			// be summed alone: compute the checksum now, as Linux's
+			// ip6_fragment does (skb_checksum_help).
+			pkt.CalculateTransportChecksum()
+		}
 		sent, remain, err := e.handleFragments(r, networkMTU, pkt, protocol, func(fragPkt *stack.PacketBuffer) tcpip.Error {
 			// TODO(gvisor.dev/issue/3884): Evaluate whether we want to send each
 			// fragment one by one using WritePacket() (current strategy) or if we
