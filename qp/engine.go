@@ -4,7 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"time"
 )
+
+// lingerTime bounds how long a failed queue pair waits for its peer to
+// close after sending it a Terminate.
+const lingerTime = 2 * time.Second
 
 // The protocol engine. Transmit: pumpLocked (under txMu) turns posted
 // send requests into FPDUs in txbuf and writes them to the connection;
@@ -195,8 +200,14 @@ func (q *QP) pumpLocked() {
 			return
 		}
 	}
+	q.mu.Lock()
+	q.handed = q.sent
+	q.mu.Unlock()
 	if err := q.txFlush(); err != nil {
-		q.fail(err, 0)
+		q.mu.Lock()
+		q.handed = from
+		q.mu.Unlock()
+		q.fail(&ConnError{err}, 0)
 		return
 	}
 	q.mu.Lock()
@@ -298,13 +309,18 @@ func (q *QP) start(conn net.Conn) {
 // readLoop feeds input from the connection until it fails.
 func (q *QP) readLoop() {
 	defer q.wg.Done()
+	draining := false
 	for {
 		n, err := q.conn.Read(q.rbuf)
-		if n > 0 && !q.input(q.rbuf[:n]) {
-			return
+		if n > 0 && !draining && !q.input(q.rbuf[:n]) {
+			// Keep reading, and discard, until the peer closes: closing
+			// with unread data would reset the connection and could
+			// destroy the Terminate on its way to the peer.
+			draining = true
 		}
 		if err != nil {
 			q.fail(&ConnError{err}, 0)
+			q.conn.Close()
 			return
 		}
 	}
@@ -329,7 +345,12 @@ func (q *QP) txLoop() {
 		}
 		q.txMu.Unlock()
 		if done {
-			q.conn.Close()
+			// Half-close: the peer reads everything sent, the Terminate
+			// included, then closes its end, which ends readLoop.
+			if cw, ok := q.conn.(interface{ CloseWrite() error }); !ok || cw.CloseWrite() != nil {
+				q.conn.Close()
+			}
+			q.conn.SetReadDeadline(time.Now().Add(lingerTime))
 			return
 		}
 	}

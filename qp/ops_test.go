@@ -211,4 +211,3 @@ func TestSendWithInvalidate(t *testing.T) {
 		t.Fatal("write through an invalidated key landed")
 	}
 }
-

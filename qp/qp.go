@@ -222,6 +222,9 @@ type QP struct {
 	sq    []sqSlot
 	head  uint64 // oldest incomplete request
 	sent  uint64 // next request to transmit
+	// handed: Sends and Writes before it were handed to the transport
+	// (they succeed even if a failure flushes the queue meanwhile).
+	handed uint64
 	tail  uint64 // next free slot
 	ord   []ordEntry
 	ordH  int
@@ -325,7 +328,7 @@ func (q *QP) reset() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.state, q.err = StateReset, nil
-	q.head, q.sent, q.tail = 0, 0, 0
+	q.head, q.sent, q.tail, q.handed = 0, 0, 0, 0
 	q.ordH, q.ordN, q.respH, q.respN = 0, 0, 0, 0
 	q.txn, q.msnOut, q.conn = 0, [numQN]uint32{}, nil
 	q.stageN, q.msnIn, q.inMsg, q.moIn, q.failed = 0, [numQN]uint32{}, [numQN]bool{}, [numQN]uint32{}, false
@@ -425,6 +428,10 @@ func (q *QP) PostSend(wrs []SendWR) (int, error) {
 	return posted, err
 }
 
+func isSendOrWrite(op WROpcode) bool {
+	return op == WRSend || op == WRSendWithInv || op == WRWrite || op == WRWriteWithImm
+}
+
 func wcOp(op WROpcode) WCOpcode {
 	switch op {
 	case WRSend, WRSendWithInv:
@@ -508,7 +515,7 @@ func (q *QP) fail(err error, c termCode) {
 		// The transmit goroutine sends the Terminate and closes the
 		// connection; if it is stuck in a write the peer does not drain,
 		// this unsticks it.
-		time.AfterFunc(time.Second, func() { conn.Close() })
+		time.AfterFunc(2*lingerTime, func() { conn.Close() })
 		q.wake()
 	} else if conn != nil {
 		conn.Close()
@@ -519,10 +526,23 @@ func (q *QP) fail(err error, c termCode) {
 // status of their own first, in order) and every posted receive of the
 // queue pair's own receive queue with StatusFlush.
 func (q *QP) flushLocked() {
+	// As in verbs, everything after the first failed request is
+	// flushed, even what had finished; Sends and Writes before it that
+	// were handed to the transport succeeded.
+	failed := false
 	for i := q.head; i < q.tail; i++ {
 		s := &q.sq[i%uint64(len(q.sq))]
-		if !s.done {
+		switch {
+		case s.done && s.status != StatusSuccess:
+			failed = true
+		case failed:
 			s.done, s.status = true, StatusFlush
+		case s.done:
+		case i < q.handed && isSendOrWrite(s.wr.Op):
+			s.done, s.status = true, StatusSuccess
+		default:
+			s.done, s.status = true, StatusFlush
+			failed = true
 		}
 	}
 	q.sent = q.tail
