@@ -225,13 +225,13 @@ type QP struct {
 	// handed: Sends and Writes before it were handed to the transport
 	// (they succeed even if a failure flushes the queue meanwhile).
 	handed uint64
-	tail  uint64 // next free slot
-	ord   []ordEntry
-	ordH  int
-	ordN  int
-	resp  []response
-	respH int
-	respN int
+	tail   uint64 // next free slot
+	ord    []ordEntry
+	ordH   int
+	ordN   int
+	resp   []response
+	respH  int
+	respN  int
 
 	txMu   sync.Mutex
 	txbuf  []byte

@@ -108,7 +108,7 @@ const (
 	// maxULPDU is the largest ULPDU ULPDU_Length can describe.
 	maxULPDU = 0xffff
 	// MaxFPDU is the largest FPDU on the wire.
-	MaxFPDU = fpduLenLen + maxULPDU + 1 + crcLen
+	MaxFPDU = fpduLenLen + maxULPDU + 3 + crcLen
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
