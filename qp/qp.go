@@ -115,9 +115,9 @@ type QPConfig struct {
 	MaxSGE int
 	// MaxInline is the most bytes an Inline request carries (default 128).
 	MaxInline int
-	// MaxFPDU is the largest FPDU sent (default 1460: the TCP MSS of a
-	// 1500-byte IPv4 path, so an FPDU fits a segment). Between 64 and
-	// MaxFPDU.
+	// MaxFPDU is the largest FPDU sent (default 1448: the TCP MSS of a
+	// 1500-byte IPv4 path with timestamps, so an FPDU fits a segment).
+	// Between 64 and MaxFPDU; a multiple of 4 keeps full FPDUs unpadded.
 	MaxFPDU int
 	// ORD is the most Reads and atomics outstanding at once (default 16),
 	// counting one per Read SGE; IRD the most this end answers at once.
@@ -128,7 +128,7 @@ type QPConfig struct {
 // given completion queues.
 func DefaultQPConfig(send, recv *CQ) QPConfig {
 	return QPConfig{SendCQ: send, RecvCQ: recv, SendDepth: 128, RecvDepth: 128, MaxSGE: 4,
-		MaxInline: 128, MaxFPDU: 1460, ORD: 16, IRD: 16}
+		MaxInline: 128, MaxFPDU: 1448, ORD: 16, IRD: 16}
 }
 
 func (c *QPConfig) setDefaults() {
