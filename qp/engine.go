@@ -459,6 +459,10 @@ func (q *QP) input(p []byte) bool {
 			q.handle(q.stage[:total])
 		}
 	}
+	select {
+	case q.placed <- struct{}{}:
+	default:
+	}
 	return !q.failed
 }
 

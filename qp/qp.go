@@ -249,8 +249,9 @@ type QP struct {
 	cur    recvSlot
 	failed bool
 
-	kick chan struct{}
-	wg   sync.WaitGroup
+	kick   chan struct{}
+	placed chan struct{}
+	wg     sync.WaitGroup
 }
 
 // CreateQP returns a queue pair in the Reset state.
@@ -264,7 +265,7 @@ func (pd *PD) CreateQP(cfg QPConfig) (*QP, error) {
 	}
 	q := &QP{dev: pd.dev, pd: pd, num: pd.dev.qpn.Add(1), cfg: cfg, srq: cfg.SRQ,
 		sq: make([]sqSlot, cfg.SendDepth), ord: make([]ordEntry, cfg.ORD),
-		resp: make([]response, cfg.IRD+1), kick: make(chan struct{}, 1)}
+		resp: make([]response, cfg.IRD+1), kick: make(chan struct{}, 1), placed: make(chan struct{}, 1)}
 	if cfg.SRQ != nil {
 		q.rq = cfg.SRQ.q
 	} else {
@@ -284,6 +285,14 @@ func (pd *PD) CreateQP(cfg QPConfig) (*QP, error) {
 
 // Num is the queue pair's number, reported in its completions.
 func (q *QP) Num() uint32 { return q.num }
+
+// Placed receives a value after the engine has taken in data from the
+// peer (an RDMA Write or Read Response placed, a Send received), and when
+// the queue pair fails. It is for applications that watch registered
+// memory for a peer's Writes, as RDMA programs poll it: check the memory,
+// and wait on Placed only when nothing is there yet. One value stands for
+// any number of events.
+func (q *QP) Placed() <-chan struct{} { return q.placed }
 
 // State returns the current state.
 func (q *QP) State() State {
@@ -511,6 +520,10 @@ func (q *QP) fail(err error, c termCode) {
 	q.flushLocked()
 	conn := q.conn
 	q.mu.Unlock()
+	select {
+	case q.placed <- struct{}{}:
+	default:
+	}
 	if conn != nil && prev >= StateRTR {
 		// The transmit goroutine sends the Terminate and closes the
 		// connection; if it is stuck in a write the peer does not drain,

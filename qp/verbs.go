@@ -324,6 +324,10 @@ func (cq *CQ) Err() error {
 	return nil
 }
 
+// Notify receives a value after completions are added (one value for any
+// number), for callers that poll and block in a select of their own.
+func (cq *CQ) Notify() <-chan struct{} { return cq.notify }
+
 // Wait blocks until the queue holds a completion, it has overflowed, or
 // ctx ends, and returns nil, ErrCQOverflow or ctx's error.
 func (cq *CQ) Wait(ctx context.Context) error {
