@@ -38,7 +38,8 @@ func runDemo(ctx context.Context, args []string) error {
 	bwSize := fs.Int("bw-size", 65536, "write_bw message `bytes`")
 	bwIters := fs.Int("bw-iters", 5000, "write_bw `iterations`")
 	duration := fs.Duration("duration", 2*time.Second, "TCP ping-pong and bulk `time` per stack")
-	pollFlag := fs.String("poll", "spin", "ustack worker polling `policy`: spin, adaptive or blocking")
+	pollFlag := fs.String("poll", "adaptive", "ustack worker polling `policy`: spin, adaptive or blocking (adaptive measured faster for queue pairs on 2 CPUs: a spinning worker takes the CPU their goroutines need)")
+	fs.IntVar(&spinLimit, "spin", spinLimit, "`checks` of memory or a CQ before a waiter blocks")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

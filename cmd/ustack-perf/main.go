@@ -85,6 +85,7 @@ func (f *stackFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.iface, "iface", "", "interface ustack attaches to (-stack ustack)")
 	fs.StringVar(&f.addrs, "addr", "", "comma-separated `prefixes` ustack owns, e.g. 198.18.0.10/24 (-stack ustack)")
 	fs.StringVar(&f.poll, "poll", "spin", "ustack worker polling `policy`: spin, adaptive or blocking")
+	fs.IntVar(&spinLimit, "spin", spinLimit, "`checks` of memory or a CQ before a waiter blocks")
 }
 
 // open returns ustack (nil for the kernel) as the flags ask.

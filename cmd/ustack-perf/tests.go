@@ -132,10 +132,10 @@ func newPeer(ctx context.Context, size int) (*peer, error) {
 	return p, nil
 }
 
-// spinLimit is how many times a waiter checks before it blocks. Spinning
-// longer only helps when a CPU is free for the queue pair's goroutines;
-// on a small machine blocking lets them run.
-const spinLimit = 64
+// spinLimit is how many times a waiter checks before it blocks (-spin).
+// Spinning longer only helps when a CPU is free for the queue pair's
+// goroutines; on a small machine blocking lets them run.
+var spinLimit = 64
 
 // waitFor returns once cond holds: it checks spinLimit times, then blocks
 // on ch (a CQ's or the queue pair's notification) between checks.
@@ -145,24 +145,25 @@ func (p *peer) waitFor(cond func() bool, ch func() <-chan struct{}) error {
 			return nil
 		}
 	}
+	// cond may consume (a CQ poll): evaluate it once per round.
 	timer := time.NewTimer(time.Second)
 	defer timer.Stop()
-	for !cond() {
+	for {
+		failed := p.q.Err()
+		if cond() {
+			return nil
+		}
+		if failed != nil {
+			return failed
+		}
 		select {
 		case <-ch():
 		case <-timer.C:
-			if err := p.q.Err(); err != nil {
-				return err
-			}
 			timer.Reset(time.Second)
 		case <-p.ctx.Done():
 			return p.ctx.Err()
 		}
-		if err := p.q.Err(); err != nil && !cond() {
-			return err
-		}
 	}
-	return nil
 }
 
 // poll returns the next completion of cq.
