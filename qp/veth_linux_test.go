@@ -182,16 +182,22 @@ func session(t *testing.T, a, b *side, withImm bool) {
 	if !bytes.Equal(a.buf[128<<10:168<<10], b.buf[4096:4096+40<<10]) || !bytes.Equal(a.buf[200<<10:240<<10], b.buf[4096+40<<10:4096+80<<10]) {
 		t.Fatal("read data differs")
 	}
-	// Atomics.
-	binary.NativeEndian.PutUint64(b.buf[120<<10:], 10)
+	// Atomics, on a word a sets with a Write first (b's memory is only
+	// touched by b's engine, and checked through a's completions).
+	var ten [8]byte
+	binary.NativeEndian.PutUint64(ten[:], 10)
+	res := func(off uint64) []qp.SGE { return []qp.SGE{{Offset: off, Len: 8, Key: a.mr.Key()}} }
 	a.post(t,
-		qp.SendWR{ID: 6, Op: qp.WRFetchAdd, Flags: qp.Signaled, SGL: []qp.SGE{{Offset: 0, Len: 8, Key: a.mr.Key()}}, RemoteKey: b.mr.Key(), RemoteOffset: 120 << 10, CompareAdd: 5},
-		qp.SendWR{ID: 7, Op: qp.WRCmpSwap, Flags: qp.Signaled, SGL: []qp.SGE{{Offset: 8, Len: 8, Key: a.mr.Key()}}, RemoteKey: b.mr.Key(), RemoteOffset: 120 << 10, CompareAdd: 15, Swap: 99},
+		qp.SendWR{ID: 9, Op: qp.WRWrite, Flags: qp.Inline, Inline: ten[:], RemoteKey: b.mr.Key(), RemoteOffset: 120 << 10},
+		qp.SendWR{ID: 6, Op: qp.WRFetchAdd, Flags: qp.Signaled, SGL: res(0), RemoteKey: b.mr.Key(), RemoteOffset: 120 << 10, CompareAdd: 5},
+		qp.SendWR{ID: 7, Op: qp.WRCmpSwap, Flags: qp.Signaled, SGL: res(8), RemoteKey: b.mr.Key(), RemoteOffset: 120 << 10, CompareAdd: 15, Swap: 99},
+		qp.SendWR{ID: 10, Op: qp.WRFetchAdd, Flags: qp.Signaled, SGL: res(16), RemoteKey: b.mr.Key(), RemoteOffset: 120 << 10},
 	)
 	a.ok(t, 6)
 	a.ok(t, 7)
-	if binary.NativeEndian.Uint64(a.buf) != 10 || binary.NativeEndian.Uint64(a.buf[8:]) != 15 || binary.NativeEndian.Uint64(b.buf[120<<10:]) != 99 {
-		t.Fatal("atomics")
+	a.ok(t, 10)
+	if got := [3]uint64{binary.NativeEndian.Uint64(a.buf), binary.NativeEndian.Uint64(a.buf[8:]), binary.NativeEndian.Uint64(a.buf[16:])}; got != [3]uint64{10, 15, 99} {
+		t.Fatalf("atomics returned %v, want [10 15 99]", got)
 	}
 	// A Read beyond the region: Terminate, remote access status, error.
 	a.post(t, qp.SendWR{ID: 8, Op: qp.WRRead, Flags: qp.Signaled, SGL: []qp.SGE{{Offset: 0, Len: 16, Key: a.mr.Key()}}, RemoteKey: b.mr.Key(), RemoteOffset: 256<<10 - 8})

@@ -113,12 +113,18 @@ func exerciseQP(t *testing.T, a, b *qpEnd) {
 	if !bytes.Equal(a.buf[128<<10:228<<10], b.buf[1000:1000+100<<10]) {
 		t.Fatal("read data differs")
 	}
-	// Fetch-add on b's word at 8 KiB.
-	binary.NativeEndian.PutUint64(b.buf[8<<10:], 100)
-	a.q.PostSend([]qp.SendWR{{ID: 4, Op: qp.WRFetchAdd, Flags: qp.Signaled | qp.Fence,
-		SGL: []qp.SGE{{Offset: 0, Len: 8, Key: a.mr.Key()}}, RemoteKey: b.mr.Key(), RemoteOffset: 8 << 10, CompareAdd: 5}})
+	// Fetch-add on b's word at 8 KiB, set by a Write first and checked
+	// through a's completions (b's memory is b's engine's alone).
+	var hundred [8]byte
+	binary.NativeEndian.PutUint64(hundred[:], 100)
+	a.q.PostSend([]qp.SendWR{
+		{Op: qp.WRWrite, Flags: qp.Inline, Inline: hundred[:], RemoteKey: b.mr.Key(), RemoteOffset: 8 << 10},
+		{ID: 4, Op: qp.WRFetchAdd, Flags: qp.Signaled, SGL: []qp.SGE{{Offset: 0, Len: 8, Key: a.mr.Key()}}, RemoteKey: b.mr.Key(), RemoteOffset: 8 << 10, CompareAdd: 5},
+		{ID: 6, Op: qp.WRFetchAdd, Flags: qp.Signaled | qp.Fence, SGL: []qp.SGE{{Offset: 8, Len: 8, Key: a.mr.Key()}}, RemoteKey: b.mr.Key(), RemoteOffset: 8 << 10},
+	})
 	a.wait(t, 4)
-	if binary.NativeEndian.Uint64(a.buf) != 100 || binary.NativeEndian.Uint64(b.buf[8<<10:]) != 105 {
+	a.wait(t, 6)
+	if binary.NativeEndian.Uint64(a.buf) != 100 || binary.NativeEndian.Uint64(a.buf[8:]) != 105 {
 		t.Fatal("fetch-add")
 	}
 	// An access violation ends it with a Terminate on both ends.
