@@ -281,7 +281,7 @@ var tsharkArgs = []string{"-o", "tcp.try_heuristic_first:TRUE", "--disable-proto
 // byte must belong to MPA, with good CRCs and nothing malformed.
 func TestPrivilegedWireConformance(t *testing.T) {
 	vethtest.Privileged(t)
-	vethtest.Tools(t, "tshark", "ip")
+	vethtest.Tools(t, "tshark")
 	p := vethtest.NewT(t, vethtest.Options{})
 	s := newUstack(t, p)
 	pcap := filepath.Join(t.TempDir(), "qp.pcap")
@@ -289,12 +289,13 @@ func TestPrivilegedWireConformance(t *testing.T) {
 		pcap = d
 	}
 	// Capture on the kernel's end, inside its namespace.
-	cap := exec.Command("ip", "netns", "exec", p.Kernel.Namespace, "tshark", "-i", p.Kernel.Link, "-w", pcap, "-f", "tcp")
+	// Started from a thread inside the namespace, tshark inherits it.
+	cap := exec.Command("tshark", "-i", p.Kernel.Link, "-w", pcap, "-f", "tcp")
 	stderr, err := cap.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cap.Start(); err != nil {
+	if err := p.Kernel.Do(cap.Start); err != nil {
 		t.Fatal(err)
 	}
 	stopped := false
