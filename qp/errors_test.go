@@ -635,3 +635,24 @@ func TestRegMRRejectsBadAccess(t *testing.T) {
 		t.Fatalf("QP without CQs: %v", err)
 	}
 }
+
+func TestDeregisteredReceiveBufferIsLocalProtectionError(t *testing.T) {
+	a, b := newPair(t, pairOpts{})
+	buf := make([]byte, 64)
+	mr, err := b.pd.RegMR(buf, LocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	postRecv(t, b.qp, RecvWR{ID: 3, SGL: []SGE{{0, 64, mr.Key()}}})
+	if err := mr.Dereg(); err != nil {
+		t.Fatal(err)
+	}
+	post(t, a.qp, SendWR{ID: 1, Op: WRSend, Flags: Inline, Inline: []byte("too late")})
+	if wc := wait(t, b.rcq); wc.ID != 3 || wc.Status != StatusLocalProtection {
+		t.Fatalf("receive %+v, want a local protection error", wc)
+	}
+	waitState(t, b.qp, StateError)
+	if !bytes.Equal(buf, make([]byte, 64)) {
+		t.Fatal("a deregistered buffer was written")
+	}
+}
