@@ -95,15 +95,16 @@ func layoutFor(size int) layout {
 
 // peer is one end of a test: its queue pair, region and the peer's key.
 type peer struct {
-	q    *qp.QP
-	scq  *qp.CQ
-	rcq  *qp.CQ
-	mr   *qp.MR
-	buf  []byte
-	lay  layout
-	rkey uint32
-	ctx  context.Context
-	wc   [64]qp.WC
+	q     *qp.QP
+	scq   *qp.CQ
+	rcq   *qp.CQ
+	mr    *qp.MR
+	buf   []byte
+	lay   layout
+	rkey  uint32
+	ctx   context.Context
+	wc    [64]qp.WC
+	timer *time.Timer // waitFor's, reused
 }
 
 func newPeer(ctx context.Context, size int) (*peer, error) {
@@ -145,9 +146,14 @@ func (p *peer) waitFor(cond func() bool, ch func() <-chan struct{}) error {
 			return nil
 		}
 	}
-	// cond may consume (a CQ poll): evaluate it once per round.
-	timer := time.NewTimer(time.Second)
-	defer timer.Stop()
+	// cond may consume (a CQ poll): evaluate it once per round. The timer
+	// (reused: no allocation per wait) only rechecks for a failure.
+	if p.timer == nil {
+		p.timer = time.NewTimer(time.Second)
+	} else {
+		p.timer.Reset(time.Second)
+	}
+	timer := p.timer
 	for {
 		failed := p.q.Err()
 		if cond() {
