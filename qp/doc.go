@@ -34,6 +34,10 @@
 // limit, and the Terminate. Running input on ustack's worker instead of a
 // goroutine is future work.
 //
+// Applications that poll memory for a peer's Writes, as RDMA programs do,
+// can block on QP.Placed between checks, and CQ pollers on CQ.Notify:
+// on a small machine, spinning takes the CPU the engine's goroutines need.
+//
 // # Errors
 //
 // Anything the peer gets wrong — a bad CRC or length, an unknown opcode,
@@ -51,6 +55,13 @@
 // QPConfig.MaxFPDU bytes; DDP (RFC 5041) tagged and untagged segments;
 // RDMAP (RFC 5040) Write, Read Request/Response, Send (with Invalidate,
 // Solicited Event), Terminate; RFC 7306 Atomic Request/Response on
-// untagged queues 3 and 4, and Immediate Data, which carries an RDMA
-// Write with immediate's 32-bit value and consumes a receive.
+// untagged queues 3 and 4, and Immediate Data (opcode 8, untagged queue
+// 0), which carries an RDMA Write with immediate's 32-bit value in its
+// first 4 bytes and consumes a receive.
+//
+// Not done: markers, CRC off, MPA revision 2 (enhanced RTR, IRD/ORD
+// negotiation: both ends must be configured with compatible ORD and
+// IRD), Terminates that copy the offending headers, the responder waiting
+// for the initiator's first FPDU (see Connect), memory windows and fast
+// registration, unreliable queue pairs.
 package qp
