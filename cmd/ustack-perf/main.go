@@ -1,0 +1,270 @@
+// Command ustack-perf measures ustack's queue pairs the way perftest
+// measures RDMA devices: write_lat, send_lat, read_lat, atomic_lat,
+// write_bw and send_bw, with perftest's output columns. The queue pairs
+// speak iWARP over ustack's TCP or the kernel's, so either end can be
+// either stack.
+//
+//	ustack-perf demo                                    # needs root
+//	ustack-perf server -stack ustack -iface eth1 -addr 198.18.0.10/24 -listen :18515
+//	ustack-perf client -stack kernel -connect 198.18.0.10:18515 -test write_lat -size 64 -iters 10000
+//
+// The server serves any test the client asks for (the client sends the
+// test, size and iterations as connection private data). Run
+// "ustack-perf <mode> -h" for every flag of a mode.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ustack-dev/ustack/qp"
+	"github.com/ustack-dev/ustack/stack"
+)
+
+const usage = `usage: ustack-perf <mode> [flags]
+
+modes:
+  demo     build a veth pair in two new namespaces and run the latency
+           tests and write_bw over queue pairs on the kernel's TCP and on
+           ustack, beside TCP ping-pong and bulk, one run (needs root)
+  server   serve queue-pair tests over ustack or the kernel
+  client   run one test against a server
+
+tests: write_lat send_lat read_lat atomic_lat write_bw send_bw
+"ustack-perf <mode> -h" lists a mode's flags.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "demo":
+		err = runDemo(ctx, os.Args[2:])
+	case "server":
+		err = runServer(ctx, os.Args[2:])
+	case "client":
+		err = runClient(ctx, os.Args[2:])
+	case "-h", "-help", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "ustack-perf: unknown mode %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ustack-perf: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// stackFlags select and configure the stack, as ustack-echo's do.
+type stackFlags struct {
+	which, iface, addrs, poll string
+}
+
+func (f *stackFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.which, "stack", "ustack", "`stack` to use: ustack or kernel")
+	fs.StringVar(&f.iface, "iface", "", "interface ustack attaches to (-stack ustack)")
+	fs.StringVar(&f.addrs, "addr", "", "comma-separated `prefixes` ustack owns, e.g. 198.18.0.10/24 (-stack ustack)")
+	fs.StringVar(&f.poll, "poll", "spin", "ustack worker polling `policy`: spin, adaptive or blocking")
+	fs.IntVar(&spinLimit, "spin", spinLimit, "`checks` of memory or a CQ before a waiter blocks")
+}
+
+// open returns ustack (nil for the kernel) as the flags ask.
+func (f *stackFlags) open() (*stack.Stack, error) {
+	switch f.which {
+	case "kernel":
+		return nil, nil
+	case "ustack":
+	default:
+		return nil, fmt.Errorf("-stack %q: want ustack or kernel", f.which)
+	}
+	if f.iface == "" || f.addrs == "" {
+		return nil, errors.New("-stack ustack needs -iface and -addr")
+	}
+	var prefixes []netip.Prefix
+	for _, s := range strings.Split(f.addrs, ",") {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("-addr: %w", err)
+		}
+		prefixes = append(prefixes, p)
+	}
+	poll, err := stack.ParsePollPolicy(f.poll)
+	if err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("%w (running as uid %d)", stack.ErrPermission, os.Geteuid())
+	}
+	return stack.New(stack.Config{Interface: f.iface, Addrs: prefixes, Poll: poll})
+}
+
+func runServer(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	var sf stackFlags
+	sf.register(fs)
+	listen := fs.String("listen", ":18515", "`address` to listen on")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	s, err := sf.open()
+	if err != nil {
+		return err
+	}
+	var ln net.Listener
+	if s != nil {
+		defer s.Close()
+		ln, err = s.Listen("tcp", *listen)
+	} else {
+		ln, err = net.Listen("tcp", *listen)
+	}
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	context.AfterFunc(ctx, func() { ln.Close() })
+	fmt.Printf("serving queue-pair tests on %v (%s TCP)\n", ln.Addr(), sf.which)
+	l := qp.NewListener(ln)
+	for {
+		prm, err := serveOne(ctx, l)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ustack-perf: %v\n", err)
+			continue
+		}
+		fmt.Printf("served %s, %d bytes × %d\n", prm.test, prm.size, prm.iters)
+	}
+}
+
+// serveOne accepts one test connection and serves it.
+func serveOne(ctx context.Context, l *qp.Listener) (params, error) {
+	req, err := l.Accept(ctx)
+	if err != nil {
+		return params{}, err
+	}
+	prm, err := parseParams(req.PrivateData())
+	if err != nil {
+		req.Reject([]byte(err.Error()))
+		return prm, err
+	}
+	p, err := newPeer(ctx, prm.size)
+	if err != nil {
+		req.Reject([]byte(err.Error()))
+		return prm, err
+	}
+	defer p.q.Close()
+	p.rkey = prm.rkey
+	if err := req.Accept(p.q, []byte("ustack-perf rkey="+strconv.FormatUint(uint64(p.mr.Key()), 10))); err != nil {
+		return prm, err
+	}
+	if err := runServerTest(p, prm); err != nil {
+		return prm, fmt.Errorf("%s: %w", prm.test, err)
+	}
+	return prm, nil
+}
+
+func runClient(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("client", flag.ContinueOnError)
+	var sf stackFlags
+	sf.register(fs)
+	connect := fs.String("connect", "", "server `address`")
+	test := fs.String("test", "write_lat", "`test`: "+strings.Join(testNames, ", "))
+	size := fs.Int("size", 64, "message `bytes`")
+	iters := fs.Int("iters", 10000, "`iterations`")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 || *connect == "" {
+		return errors.New("client needs -connect and no arguments")
+	}
+	prm := params{test: *test, size: *size, iters: *iters}
+	if err := prm.validate(); err != nil {
+		return err
+	}
+	s, err := sf.open()
+	if err != nil {
+		return err
+	}
+	if s != nil {
+		defer s.Close()
+	}
+	dial := func(ctx context.Context) (net.Conn, error) {
+		if s != nil {
+			return s.DialContext(ctx, "tcp", *connect)
+		}
+		return (&net.Dialer{}).DialContext(ctx, "tcp", *connect)
+	}
+	r, err := clientRun(ctx, dial, prm)
+	if err != nil {
+		return err
+	}
+	printResult(prm, r)
+	return nil
+}
+
+// clientRun connects and runs prm as the client.
+func clientRun(ctx context.Context, dial func(context.Context) (net.Conn, error), prm params) (result, error) {
+	p, err := newPeer(ctx, prm.size)
+	if err != nil {
+		return result{}, err
+	}
+	defer p.q.Close()
+	prm.rkey = p.mr.Key()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := dial(cctx)
+	if err != nil {
+		return result{}, err
+	}
+	reply, err := p.q.Connect(cctx, c, prm.encode())
+	if err != nil {
+		return result{}, err
+	}
+	k, ok := strings.CutPrefix(string(reply), "ustack-perf rkey=")
+	n, perr := strconv.ParseUint(k, 10, 32)
+	if !ok || perr != nil {
+		return result{}, fmt.Errorf("server reply %q", reply)
+	}
+	p.rkey = uint32(n)
+	r, err := runClientTest(p, prm)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", prm.test, err)
+	}
+	return r, nil
+}
+
+func printResult(prm params, r result) {
+	fmt.Println(strings.Repeat("-", 100))
+	if r.lat != nil {
+		fmt.Println(latHeader)
+		fmt.Println(latRow(prm.size, prm.iters, r.lat))
+	} else {
+		fmt.Println(bwHeader)
+		fmt.Println(bwRow(prm.size, prm.iters, r))
+	}
+	fmt.Println(strings.Repeat("-", 100))
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ustack-dev/ustack/qp"
+)
+
+func TestParamsRoundTrip(t *testing.T) {
+	p := params{test: "write_bw", size: 65536, iters: 7, rkey: 0x101}
+	g, err := parseParams(p.encode())
+	if err != nil || g != p {
+		t.Fatalf("parsed %+v, %v; want %+v", g, err, p)
+	}
+	for _, bad := range []string{"", "ustack-perf test=nope size=1 iters=1 rkey=1", "ustack-perf test=write_lat size=0 iters=1 rkey=1",
+		"ustack-perf test=atomic_lat size=64 iters=1 rkey=1", "ustack-perf test=write_lat size=x iters=1 rkey=1"} {
+		if _, err := parseParams([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// TestEveryTestOverLoopback runs each test, small, between a client and
+// a server over loopback kernel TCP, and checks the output rows.
+func TestEveryTestOverLoopback(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l := qp.NewListener(ln)
+	dial := func(ctx context.Context) (net.Conn, error) { return net.Dial("tcp", ln.Addr().String()) }
+	for _, test := range testNames {
+		if raceEnabled && (test == "write_lat" || test == "send_bw") {
+			t.Logf("%s: skipped under the race detector (it polls memory the queue pair writes)", test)
+			continue
+		}
+		prm := params{test: test, size: 256, iters: 300}
+		if test == "atomic_lat" {
+			prm.size = 8
+		}
+		errc := make(chan error, 1)
+		go func() { _, err := serveOne(ctx, l); errc <- err }()
+		r, err := clientRun(ctx, dial, prm)
+		if err != nil {
+			t.Fatalf("%s: client: %v", test, err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatalf("%s: server: %v", test, err)
+		}
+		if strings.HasSuffix(test, "_lat") {
+			if len(r.lat) != prm.iters {
+				t.Fatalf("%s: %d samples", test, len(r.lat))
+			}
+			if f := strings.Fields(latRow(prm.size, prm.iters, r.lat)); len(f) != 9 {
+				t.Fatalf("%s: row %q", test, f)
+			}
+		} else {
+			if r.bytes != int64(prm.size*prm.iters) || r.elapsed <= 0 {
+				t.Fatalf("%s: %+v", test, r)
+			}
+			if f := strings.Fields(bwRow(prm.size, prm.iters, r)); len(f) != 5 {
+				t.Fatalf("%s: row %q", test, f)
+			}
+		}
+	}
+}
+
+func TestLoadByte(t *testing.T) {
+	b := make([]byte, 16)
+	for i := range b {
+		b[i] = byte(i + 1)
+	}
+	for i := range b {
+		if got := loadByte(&b[i]); got != byte(i+1) {
+			t.Fatalf("loadByte(&b[%d]) = %d", i, got)
+		}
+	}
+}

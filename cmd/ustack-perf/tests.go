@@ -1,0 +1,461 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ustack-dev/ustack/qp"
+)
+
+// The tests, after perftest's ib_write_lat, ib_send_lat, ib_read_lat,
+// ib_atomic_lat, ib_write_bw and ib_send_bw. The client drives; the
+// server takes its part from the parameters in the connect request's
+// private data.
+var testNames = []string{"write_lat", "send_lat", "read_lat", "atomic_lat", "write_bw", "send_bw"}
+
+// params travel in the MPA request's private data.
+type params struct {
+	test  string
+	size  int
+	iters int
+	rkey  uint32 // the sender's region
+}
+
+func (p params) encode() []byte {
+	return []byte(fmt.Sprintf("ustack-perf test=%s size=%d iters=%d rkey=%d", p.test, p.size, p.iters, p.rkey))
+}
+
+func parseParams(b []byte) (params, error) {
+	var p params
+	f := strings.Fields(string(b))
+	if len(f) != 5 || f[0] != "ustack-perf" {
+		return p, fmt.Errorf("not a ustack-perf request: %q", b)
+	}
+	for _, kv := range f[1:] {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "test":
+			p.test = v
+		default:
+			n, err := strconv.ParseUint(v, 10, 32)
+			if err != nil {
+				return p, fmt.Errorf("%s: %w", k, err)
+			}
+			switch k {
+			case "size":
+				p.size = int(n)
+			case "iters":
+				p.iters = int(n)
+			case "rkey":
+				p.rkey = uint32(n)
+			}
+		}
+	}
+	return p, p.validate()
+}
+
+func (p params) validate() error {
+	if !slices.Contains(testNames, p.test) {
+		return fmt.Errorf("test %q: want one of %s", p.test, strings.Join(testNames, ", "))
+	}
+	if p.size < 1 || p.size > 1<<20 {
+		return fmt.Errorf("size %d: want 1..1048576", p.size)
+	}
+	if p.test == "atomic_lat" && p.size != 8 {
+		return errors.New("atomic_lat works on 8 bytes: -size 8")
+	}
+	if p.iters < 1 || p.iters > 100_000_000 {
+		return fmt.Errorf("iters %d: want 1..10^8", p.iters)
+	}
+	return nil
+}
+
+// Memory layout of each end's region: the send area, the receive area,
+// then one 8-byte word for the send_bw credit.
+const (
+	txDepth = 128 // requests in flight (bw tests)
+	rxDepth = 512 // receives posted (send tests)
+	cqMod   = 32  // one signaled request in cqMod (bw tests)
+	warmup  = 100
+)
+
+type layout struct{ size, recvOff, creditOff, total int }
+
+func layoutFor(size int) layout {
+	a := (size + 63) &^ 63
+	return layout{size: size, recvOff: a, creditOff: 2 * a, total: 2*a + 64}
+}
+
+// peer is one end of a test: its queue pair, region and the peer's key.
+type peer struct {
+	q     *qp.QP
+	scq   *qp.CQ
+	rcq   *qp.CQ
+	mr    *qp.MR
+	buf   []byte
+	lay   layout
+	rkey  uint32
+	ctx   context.Context
+	wc    [64]qp.WC
+	timer *time.Timer // waitFor's, reused
+}
+
+func newPeer(ctx context.Context, size int) (*peer, error) {
+	dev := qp.NewDevice()
+	pd := dev.AllocPD()
+	p := &peer{ctx: ctx, lay: layoutFor(size)}
+	p.buf = make([]byte, p.lay.total)
+	var err error
+	if p.mr, err = pd.RegMR(p.buf, qp.LocalWrite|qp.RemoteWrite|qp.RemoteRead|qp.RemoteAtomic); err != nil {
+		return nil, err
+	}
+	if p.scq, err = dev.CreateCQ(4 * txDepth); err != nil {
+		return nil, err
+	}
+	if p.rcq, err = dev.CreateCQ(2 * rxDepth); err != nil {
+		return nil, err
+	}
+	cfg := qp.DefaultQPConfig(p.scq, p.rcq)
+	cfg.SendDepth, cfg.RecvDepth, cfg.MaxInline = 2*txDepth, rxDepth, 256
+	if p.q, err = pd.CreateQP(cfg); err != nil {
+		return nil, err
+	}
+	if err := p.q.Modify(qp.StateInit); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// spinLimit is how many times a waiter checks before it blocks (-spin).
+// Spinning longer only helps when a CPU is free for the queue pair's
+// goroutines; on a small machine blocking lets them run.
+var spinLimit = 64
+
+// waitFor returns once cond holds: it checks spinLimit times, then blocks
+// on ch (a CQ's or the queue pair's notification) between checks.
+func (p *peer) waitFor(cond func() bool, ch func() <-chan struct{}) error {
+	for i := 0; i < spinLimit; i++ {
+		if cond() {
+			return nil
+		}
+	}
+	// cond may consume (a CQ poll): evaluate it once per round. The timer
+	// (reused: no allocation per wait) only rechecks for a failure.
+	if p.timer == nil {
+		p.timer = time.NewTimer(time.Second)
+	} else {
+		p.timer.Reset(time.Second)
+	}
+	timer := p.timer
+	for {
+		failed := p.q.Err()
+		if cond() {
+			return nil
+		}
+		if failed != nil {
+			return failed
+		}
+		select {
+		case <-ch():
+		case <-timer.C:
+			timer.Reset(time.Second)
+		case <-p.ctx.Done():
+			return p.ctx.Err()
+		}
+	}
+}
+
+// poll returns the next completion of cq.
+func (p *peer) poll(cq *qp.CQ) (qp.WC, error) {
+	if err := p.waitFor(func() bool { return cq.Poll(p.wc[:1]) == 1 }, func() <-chan struct{} { return cq.Notify() }); err != nil {
+		return qp.WC{}, err
+	}
+	wc := p.wc[0]
+	if wc.Status != qp.StatusSuccess {
+		return wc, fmt.Errorf("completion %d: %v (%v)", wc.ID, wc.Status, p.q.Err())
+	}
+	return wc, nil
+}
+
+// waitByte waits until the receive area's last byte is v.
+func (p *peer) waitByte(v byte) error {
+	at := &p.buf[p.lay.recvOff+p.lay.size-1]
+	return p.waitFor(func() bool { return loadByte(at) == v }, p.q.Placed)
+}
+
+func (p *peer) postRecvs(n int) error {
+	sge := []qp.SGE{{Offset: uint64(p.lay.recvOff), Len: uint32(p.lay.size), Key: p.mr.Key()}}
+	for i := 0; i < n; i++ {
+		if _, err := p.q.PostRecv([]qp.RecvWR{{ID: uint64(i), SGL: sge}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *peer) postSend(wr qp.SendWR) error {
+	for {
+		_, err := p.q.PostSend([]qp.SendWR{wr})
+		if !errors.Is(err, qp.ErrQueueFull) {
+			return err
+		}
+		runtime.Gosched()
+	}
+}
+
+func (p *peer) sendSGE() []qp.SGE {
+	return []qp.SGE{{Offset: 0, Len: uint32(p.lay.size), Key: p.mr.Key()}}
+}
+
+// result is what a test measured on the client.
+type result struct {
+	lat      []time.Duration // per iteration (latency tests)
+	bytes    int64           // bw tests
+	elapsed  time.Duration
+	peakMiBs float64
+}
+
+// runClient runs the client's side of test over a connected peer.
+func runClientTest(p *peer, prm params) (result, error) {
+	var r result
+	total := prm.iters + warmup
+	switch prm.test {
+	case "write_lat", "send_lat":
+		if prm.test == "send_lat" {
+			if err := p.postRecvs(rxDepth); err != nil {
+				return r, err
+			}
+		}
+		r.lat = make([]time.Duration, 0, prm.iters)
+		for i := 0; i < total; i++ {
+			v := byte(i%255) + 1
+			p.buf[p.lay.size-1] = v
+			start := time.Now()
+			if prm.test == "write_lat" {
+				wr := qp.SendWR{Op: qp.WRWrite, SGL: p.sendSGE(), RemoteKey: p.rkey, RemoteOffset: uint64(p.lay.recvOff)}
+				if err := p.postSend(wr); err != nil {
+					return r, err
+				}
+				if err := p.waitByte(v); err != nil {
+					return r, err
+				}
+			} else {
+				if err := p.postSend(qp.SendWR{Op: qp.WRSend, SGL: p.sendSGE()}); err != nil {
+					return r, err
+				}
+				if _, err := p.poll(p.rcq); err != nil {
+					return r, err
+				}
+				if err := p.postRecvs(1); err != nil {
+					return r, err
+				}
+			}
+			if i >= warmup {
+				r.lat = append(r.lat, time.Since(start)/2) // perftest: half the round trip
+			}
+		}
+	case "read_lat", "atomic_lat":
+		r.lat = make([]time.Duration, 0, prm.iters)
+		wr := qp.SendWR{Op: qp.WRRead, Flags: qp.Signaled, SGL: p.sendSGE(), RemoteKey: p.rkey, RemoteOffset: uint64(p.lay.recvOff)}
+		if prm.test == "atomic_lat" {
+			wr.Op, wr.CompareAdd = qp.WRFetchAdd, 1
+		}
+		for i := 0; i < total; i++ {
+			start := time.Now()
+			if err := p.postSend(wr); err != nil {
+				return r, err
+			}
+			if _, err := p.poll(p.scq); err != nil {
+				return r, err
+			}
+			if i >= warmup {
+				r.lat = append(r.lat, time.Since(start))
+			}
+		}
+	case "write_bw", "send_bw":
+		var err error
+		if r, err = clientBW(p, prm); err != nil {
+			return r, err
+		}
+	}
+	// Tell the server the test is over.
+	return r, p.postSend(qp.SendWR{ID: 1 << 40, Op: qp.WRSend, Flags: qp.Inline, Inline: []byte("done")})
+}
+
+// clientBW streams iters messages with txDepth in flight, one signaled in
+// cqMod, and ends with a zero-length Read: its response proves every
+// Write before it reached the server's memory.
+func clientBW(p *peer, prm params) (result, error) {
+	var r result
+	credit := func() uint64 { return loadUint64(&p.buf[p.lay.creditOff]) }
+	wr := qp.SendWR{Op: qp.WRWrite, SGL: p.sendSGE(), RemoteKey: p.rkey, RemoteOffset: uint64(p.lay.recvOff)}
+	if prm.test == "send_bw" {
+		wr = qp.SendWR{Op: qp.WRSend, SGL: p.sendSGE()}
+	}
+	// Completion times of every cqMod'th message, for the peak.
+	marks := make([]time.Time, 0, prm.iters/cqMod+2)
+	start := time.Now()
+	marks = append(marks, start)
+	inflight := 0
+	for i := 0; i < prm.iters; i++ {
+		for inflight >= txDepth {
+			wc, err := p.poll(p.scq)
+			if err != nil {
+				return r, err
+			}
+			_ = wc
+			inflight -= cqMod
+			marks = append(marks, time.Now())
+		}
+		if prm.test == "send_bw" {
+			// The server reposts receives and reports how many: never
+			// send into an empty receive queue (that is fatal).
+			if err := p.waitFor(func() bool { return uint64(i) < credit()+rxDepth }, p.q.Placed); err != nil {
+				return r, err
+			}
+		}
+		wr.Flags = 0
+		if i%cqMod == cqMod-1 {
+			wr.Flags = qp.Signaled
+		}
+		if err := p.postSend(wr); err != nil {
+			return r, err
+		}
+		if wr.Flags != 0 {
+			inflight += cqMod
+		}
+	}
+	fence := qp.SendWR{ID: 2, Op: qp.WRRead, Flags: qp.Signaled | qp.Fence, RemoteKey: p.rkey}
+	if err := p.postSend(fence); err != nil {
+		return r, err
+	}
+	for {
+		wc, err := p.poll(p.scq)
+		if err != nil {
+			return r, err
+		}
+		if wc.ID == 2 {
+			break
+		}
+		marks = append(marks, time.Now())
+	}
+	r.elapsed = time.Since(start)
+	r.bytes = int64(prm.iters) * int64(prm.size)
+	// Peak: the best of ten equal stretches of completions.
+	per := max(1, (len(marks)-1)/10)
+	for i := 0; i+per < len(marks); i += per {
+		d := marks[i+per].Sub(marks[i]).Seconds()
+		if d > 0 {
+			r.peakMiBs = max(r.peakMiBs, float64(per*cqMod*prm.size)/d/(1<<20))
+		}
+	}
+	return r, nil
+}
+
+// runServerTest runs the server's side until the client's "done".
+func runServerTest(p *peer, prm params) error {
+	total := prm.iters + warmup
+	switch prm.test {
+	case "write_lat":
+		if err := p.postRecvs(1); err != nil {
+			return err
+		}
+		for i := 0; i < total; i++ {
+			v := byte(i%255) + 1
+			if err := p.waitByte(v); err != nil {
+				return err
+			}
+			p.buf[p.lay.size-1] = v
+			if err := p.postSend(qp.SendWR{Op: qp.WRWrite, SGL: p.sendSGE(), RemoteKey: p.rkey, RemoteOffset: uint64(p.lay.recvOff)}); err != nil {
+				return err
+			}
+		}
+	case "send_lat":
+		if err := p.postRecvs(rxDepth); err != nil {
+			return err
+		}
+		for i := 0; i < total; i++ {
+			if _, err := p.poll(p.rcq); err != nil {
+				return err
+			}
+			if err := p.postRecvs(1); err != nil {
+				return err
+			}
+			if err := p.postSend(qp.SendWR{Op: qp.WRSend, SGL: p.sendSGE()}); err != nil {
+				return err
+			}
+		}
+	case "send_bw":
+		if err := p.postRecvs(rxDepth); err != nil {
+			return err
+		}
+		var reposted uint64
+		for i := 0; i < prm.iters; i++ {
+			if _, err := p.poll(p.rcq); err != nil {
+				return err
+			}
+			if err := p.postRecvs(1); err != nil {
+				return err
+			}
+			reposted++
+			if reposted%64 == 0 || i == prm.iters-1 {
+				var c [8]byte
+				putUint64(c[:], reposted)
+				wr := qp.SendWR{Op: qp.WRWrite, Flags: qp.Inline, Inline: c[:], RemoteKey: p.rkey, RemoteOffset: uint64(p.lay.creditOff)}
+				if err := p.postSend(wr); err != nil {
+					return err
+				}
+			}
+		}
+	default:
+		// read_lat, atomic_lat, write_bw: the server's memory is the
+		// target; it waits.
+		if err := p.postRecvs(1); err != nil {
+			return err
+		}
+	}
+	// Wait for "done".
+	for {
+		wc, err := p.poll(p.rcq)
+		if err != nil {
+			return err
+		}
+		if wc.Len == 4 {
+			return nil
+		}
+	}
+}
+
+// latRow formats a latency result as perftest does.
+func latRow(size, iters int, lat []time.Duration) string {
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	us := func(d time.Duration) float64 { return float64(d) / 1e3 }
+	var sum, sq float64
+	for _, d := range s {
+		sum += us(d)
+	}
+	avg := sum / float64(len(s))
+	for _, d := range s {
+		sq += (us(d) - avg) * (us(d) - avg)
+	}
+	q := func(f float64) float64 { return us(s[min(len(s)-1, int(f*float64(len(s))))]) }
+	return fmt.Sprintf(" %-7d %-10d %-7.2f %-7.2f %-10.2f %-10.2f %-10.2f %-16.2f %-16.2f",
+		size, iters, us(s[0]), us(s[len(s)-1]), q(0.5), avg, math.Sqrt(sq/float64(len(s))), q(0.99), q(0.999))
+}
+
+const latHeader = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]"
+const bwHeader = " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]"
+
+func bwRow(size, iters int, r result) string {
+	avg := float64(r.bytes) / r.elapsed.Seconds() / (1 << 20)
+	return fmt.Sprintf(" %-10d %-10d     %-10.2f          %-10.2f            %.6f",
+		size, iters, max(r.peakMiBs, avg), avg, float64(iters)/r.elapsed.Seconds()/1e6)
+}

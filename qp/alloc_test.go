@@ -1,0 +1,145 @@
+package qp
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// writeFPDU is one full-size tagged Write FPDU into the engine's region.
+func writeFPDU(n int) []byte {
+	seg := make([]byte, taggedHdrLen+n)
+	putTagged(seg, OpWrite, true, fuzzKey, 0)
+	return frame(seg)
+}
+
+func TestHotPathsDoNotAllocate(t *testing.T) {
+	// Input: deframe, check CRC, parse, look up the key, place.
+	q, _, _ := engine(t)
+	f := writeFPDU(64)
+	if n := testing.AllocsPerRun(1000, func() { q.input(f) }); n != 0 {
+		t.Errorf("input: %.1f allocations per FPDU", n)
+	}
+	// Input cut in two: the partial FPDU is staged without allocating.
+	if n := testing.AllocsPerRun(1000, func() { q.input(f[:7]); q.input(f[7:]) }); n != 0 {
+		t.Errorf("input in pieces: %.1f allocations per FPDU", n)
+	}
+	// Encode: a 64-byte Write from registered memory into the transmit
+	// buffer.
+	sgl := []SGE{{0, 64, fuzzKey}}
+	if n := testing.AllocsPerRun(1000, func() {
+		p := newPayload(nil, sgl)
+		q.txn = 0
+		q.sendTagged(OpWrite, 0x555, 0, &p)
+	}); n != 0 {
+		t.Errorf("encode: %.1f allocations per Write", n)
+	}
+	// Post and poll over loopback TCP, end to end.
+	a, b := newPair(t, pairOpts{})
+	wr := []SendWR{{ID: 1, Op: WRWrite, Flags: Signaled, SGL: []SGE{{0, 64, a.mr.Key()}}, RemoteKey: b.mr.Key()}}
+	var wc [4]WC
+	if n := testing.AllocsPerRun(200, func() {
+		if _, err := a.qp.PostSend(wr); err != nil {
+			t.Fatal(err)
+		}
+		for a.scq.Poll(wc[:]) == 0 {
+		}
+	}); n != 0 {
+		t.Errorf("PostSend + Poll: %.1f allocations per Write", n)
+	}
+}
+
+func BenchmarkInputWrite(b *testing.B) {
+	for _, n := range []int{64, 1448 - fpduOverhead - taggedHdrLen} {
+		b.Run(itoa(n), func(b *testing.B) {
+			q, _, _ := engine(b)
+			// The engine's region is 64 bytes: place bigger ones in a
+			// bigger region.
+			buf := make([]byte, 4096)
+			mr, _ := q.pd.RegMR(buf, LocalWrite|RemoteWrite)
+			seg := make([]byte, taggedHdrLen+n)
+			putTagged(seg, OpWrite, true, mr.Key(), 0)
+			f := frame(seg)
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			for b.Loop() {
+				q.input(f)
+			}
+		})
+	}
+}
+
+func BenchmarkEncodeWrite(b *testing.B) {
+	for _, n := range []int{64, 65536} {
+		b.Run(itoa(n), func(b *testing.B) {
+			q, _, _ := engine(b)
+			buf := make([]byte, n)
+			mr, _ := q.pd.RegMR(buf, 0)
+			sgl := []SGE{{0, uint32(n), mr.Key()}}
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			for b.Loop() {
+				p := newPayload(nil, sgl)
+				q.txn = 0
+				q.sendTagged(OpWrite, 0x555, 0, &p)
+				q.txFlush()
+			}
+		})
+	}
+}
+
+// BenchmarkWriteLatencyLoopback is write_lat over loopback kernel TCP:
+// each side writes 64 bytes with immediate into the other's memory and
+// waits for the other's.
+func BenchmarkWriteLatencyLoopback(b *testing.B) {
+	a, c := newPair(b, pairOpts{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// A receive is always posted before the peer can send: the first one
+	// now, then the next round's before this round's answer.
+	c.qp.PostRecv([]RecvWR{{}})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wc [1]WC
+		wr := []SendWR{{Op: WRWriteWithImm, SGL: []SGE{{0, 64, c.mr.Key()}}, RemoteKey: a.mr.Key()}}
+		for ctx.Err() == nil {
+			for c.rcq.Poll(wc[:]) == 0 {
+				if c.rcq.Wait(ctx) != nil || c.qp.State() != StateRTS {
+					return
+				}
+			}
+			c.qp.PostRecv([]RecvWR{{}})
+			c.qp.PostSend(wr)
+		}
+	}()
+	var wc [1]WC
+	wr := []SendWR{{Op: WRWriteWithImm, SGL: []SGE{{0, 64, a.mr.Key()}}, RemoteKey: c.mr.Key()}}
+	b.ReportAllocs()
+	for b.Loop() {
+		a.qp.PostRecv([]RecvWR{{}})
+		a.qp.PostSend(wr)
+		for a.rcq.Poll(wc[:]) == 0 {
+			a.rcq.Wait(ctx) // spinning starves the engines' goroutines on a small machine
+		}
+		if wc[0].Status != StatusSuccess || wc[0].Op != WCRecvWithImm {
+			b.Fatalf("completion %+v (%v)", wc[0], a.qp.Err())
+		}
+	}
+	cancel()
+	c.qp.Close()
+	<-done
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for ; n > 0; n /= 10 {
+		i--
+		b[i] = byte('0' + n%10)
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,612 @@
+package qp
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// State is a queue pair's state, as in verbs.
+type State uint8
+
+// Queue pair states. A new queue pair is in Reset; Modify(StateInit)
+// allows posting receives; Connect or ConnRequest.Accept take it through
+// RTR to RTS, where sends may be posted; any failure moves it to Error,
+// which flushes every outstanding request; Modify(StateReset) from Error
+// makes it reusable.
+const (
+	StateReset State = iota
+	StateInit
+	StateRTR
+	StateRTS
+	StateError
+)
+
+var stateNames = [...]string{"reset", "init", "rtr", "rts", "error"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// WROpcode is a send work request's operation.
+type WROpcode uint8
+
+// Send work request operations.
+const (
+	// WRSend sends the SGL (or inline data) into the peer's next receive.
+	WRSend WROpcode = iota
+	// WRSendWithInv is WRSend that also invalidates the peer's region
+	// InvKey: its remote access ends.
+	WRSendWithInv
+	// WRWrite writes the SGL to the peer's region RemoteKey at
+	// RemoteOffset.
+	WRWrite
+	// WRWriteWithImm is WRWrite followed by an RFC 7306 Immediate Data
+	// message carrying Imm, which consumes one of the peer's receives and
+	// completes it with WCRecvWithImm once the data is in place.
+	WRWriteWithImm
+	// WRRead reads the peer's region RemoteKey from RemoteOffset into the
+	// SGL: one RDMA Read Request per SGE, for consecutive remote ranges.
+	WRRead
+	// WRFetchAdd adds CompareAdd to the 8-byte word at RemoteOffset (8-byte
+	// aligned) and returns the old value into the single 8-byte SGE.
+	WRFetchAdd
+	// WRCmpSwap replaces the word at RemoteOffset with Swap if it equals
+	// CompareAdd, and returns the old value into the single 8-byte SGE.
+	WRCmpSwap
+	numWROps
+)
+
+// SendFlags modify a send work request.
+type SendFlags uint8
+
+// Send flags.
+const (
+	// Signaled asks for a completion on success. Errors always complete.
+	Signaled SendFlags = 1 << iota
+	// Fence holds the request until every earlier Read and atomic has
+	// completed.
+	Fence
+	// Inline sends Inline's bytes, copied at posting, instead of an SGL:
+	// no registration needed, and the buffer is free when PostSend
+	// returns. Send and Write only.
+	Inline
+	// Solicited sets the solicited-event bit of a Send.
+	Solicited
+)
+
+// SendWR is a send work request.
+type SendWR struct {
+	ID    uint64
+	Op    WROpcode
+	Flags SendFlags
+	// SGL is the local data: its source (Send, Write) or sink (Read,
+	// atomics). PostSend copies it; the slice is free when it returns.
+	SGL []SGE
+	// Inline is the data of an Inline request.
+	Inline []byte
+	// RemoteKey and RemoteOffset name the peer's memory (Write, Read,
+	// atomics).
+	RemoteKey    uint32
+	RemoteOffset uint64
+	// Imm is WRWriteWithImm's immediate value.
+	Imm uint32
+	// InvKey is the peer key WRSendWithInv invalidates.
+	InvKey uint32
+	// CompareAdd is WRFetchAdd's addend and WRCmpSwap's compare value;
+	// Swap is WRCmpSwap's new value.
+	CompareAdd, Swap uint64
+}
+
+// QPConfig configures a queue pair.
+type QPConfig struct {
+	// SendCQ receives send completions, RecvCQ receive completions; they
+	// may be the same queue. Both are required.
+	SendCQ, RecvCQ *CQ
+	// SRQ, if set, supplies the receives, and PostRecv is refused.
+	SRQ *SRQ
+	// SendDepth and RecvDepth are the queue sizes (default 128 each).
+	SendDepth, RecvDepth int
+	// MaxSGE is the most SGEs per request (default 4).
+	MaxSGE int
+	// MaxInline is the most bytes an Inline request carries (default 128).
+	MaxInline int
+	// MaxFPDU is the largest FPDU sent (default 1448: the TCP MSS of a
+	// 1500-byte IPv4 path with timestamps, so an FPDU fits a segment).
+	// Between 64 and MaxFPDU; a multiple of 4 keeps full FPDUs unpadded.
+	MaxFPDU int
+	// ORD is the most Reads and atomics outstanding at once (default 16),
+	// counting one per Read SGE; IRD the most this end answers at once.
+	ORD, IRD int
+}
+
+// DefaultQPConfig returns the defaults described on QPConfig, for the
+// given completion queues.
+func DefaultQPConfig(send, recv *CQ) QPConfig {
+	return QPConfig{SendCQ: send, RecvCQ: recv, SendDepth: 128, RecvDepth: 128, MaxSGE: 4,
+		MaxInline: 128, MaxFPDU: 1448, ORD: 16, IRD: 16}
+}
+
+func (c *QPConfig) setDefaults() {
+	d := DefaultQPConfig(nil, nil)
+	set := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	set(&c.SendDepth, d.SendDepth)
+	set(&c.RecvDepth, d.RecvDepth)
+	set(&c.MaxSGE, d.MaxSGE)
+	set(&c.MaxInline, d.MaxInline)
+	set(&c.MaxFPDU, d.MaxFPDU)
+	set(&c.ORD, d.ORD)
+	set(&c.IRD, d.IRD)
+}
+
+func (c *QPConfig) validate() error {
+	switch {
+	case c.SendCQ == nil || c.RecvCQ == nil:
+		return fmt.Errorf("%w: SendCQ and RecvCQ are required", ErrInvalidArg)
+	case c.SendDepth < 1 || c.SendDepth > 1<<16 || c.RecvDepth < 1 || c.RecvDepth > 1<<16:
+		return fmt.Errorf("%w: queue depths %d/%d, want 1..65536", ErrInvalidArg, c.SendDepth, c.RecvDepth)
+	case c.MaxSGE < 1 || c.MaxSGE > 64:
+		return fmt.Errorf("%w: MaxSGE %d, want 1..64", ErrInvalidArg, c.MaxSGE)
+	case c.MaxInline < 0 || c.MaxInline > 4096:
+		return fmt.Errorf("%w: MaxInline %d, want 0..4096", ErrInvalidArg, c.MaxInline)
+	case c.MaxFPDU < 64 || c.MaxFPDU > MaxFPDU:
+		return fmt.Errorf("%w: MaxFPDU %d, want 64..%d", ErrInvalidArg, c.MaxFPDU, MaxFPDU)
+	case c.ORD < 1 || c.ORD > 1024 || c.IRD < 1 || c.IRD > 1024:
+		return fmt.Errorf("%w: ORD %d, IRD %d, want 1..1024", ErrInvalidArg, c.ORD, c.IRD)
+	}
+	return nil
+}
+
+// sqSlot is a send request while the queue pair owns it.
+type sqSlot struct {
+	wr     SendWR // SGL and Inline point into sgl and inline below
+	sgl    []SGE
+	inline []byte
+	seq    uint64
+	done   bool
+	status Status
+	len    uint32 // bytes read, for a Read's completion
+}
+
+// ordEntry is an outstanding Read Request (one per SGE) or atomic.
+type ordEntry struct {
+	seq    uint64 // the send request's sequence number
+	atomic bool
+	key    uint32 // Read: sink key; atomic: result key
+	to     uint64 // Read: next sink offset; atomic: result offset
+	left   uint32 // Read: bytes still to arrive
+	last   bool   // Read: the request's last SGE
+}
+
+// response is work for the transmit goroutine: a Read Response, an
+// Atomic Response or a Terminate.
+type response struct {
+	kind   uint8
+	rr     readRequest
+	id     uint32
+	orig   uint64
+	term   termCode
+	cancel bool
+}
+
+const (
+	respRead = iota
+	respAtomic
+	respTerminate
+)
+
+// QP is a reliable-connected queue pair over a byte stream. Post and poll
+// from any goroutine. Once connected, a goroutine reads the stream and
+// places data (input), and one transmits responses and requests held by
+// fences; PostSend transmits on the caller's goroutine when nothing holds
+// it back.
+type QP struct {
+	dev *Device
+	pd  *PD
+	num uint32
+	cfg QPConfig
+	rq  *recvQueue // own or the SRQ's
+	srq *SRQ
+
+	mu    sync.Mutex
+	state State
+	err   error
+	sq    []sqSlot
+	head  uint64 // oldest incomplete request
+	sent  uint64 // next request to transmit
+	// handed: Sends and Writes before it were handed to the transport
+	// (they succeed even if a failure flushes the queue meanwhile).
+	handed uint64
+	tail   uint64 // next free slot
+	ord    []ordEntry
+	ordH   int
+	ordN   int
+	resp   []response
+	respH  int
+	respN  int
+
+	txMu   sync.Mutex
+	txbuf  []byte
+	txn    int
+	msnOut [numQN]uint32
+	conn   net.Conn
+
+	// Receive side: only the reading goroutine (input) touches these.
+	stage  []byte
+	stageN int
+	rbuf   []byte
+	msnIn  [numQN]uint32
+	inMsg  [numQN]bool
+	moIn   [numQN]uint32
+	cur    recvSlot
+	failed bool
+
+	kick   chan struct{}
+	placed chan struct{}
+	wg     sync.WaitGroup
+}
+
+// CreateQP returns a queue pair in the Reset state.
+func (pd *PD) CreateQP(cfg QPConfig) (*QP, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.SRQ != nil && cfg.SRQ.q.pd != pd {
+		return nil, fmt.Errorf("%w: SRQ of another protection domain", ErrInvalidArg)
+	}
+	q := &QP{dev: pd.dev, pd: pd, num: pd.dev.qpn.Add(1), cfg: cfg, srq: cfg.SRQ,
+		sq: make([]sqSlot, cfg.SendDepth), ord: make([]ordEntry, cfg.ORD),
+		resp: make([]response, cfg.IRD+1), kick: make(chan struct{}, 1), placed: make(chan struct{}, 1)}
+	if cfg.SRQ != nil {
+		q.rq = cfg.SRQ.q
+	} else {
+		q.rq = newRecvQueue(pd, cfg.RecvDepth, cfg.MaxSGE)
+	}
+	for i := range q.sq {
+		q.sq[i].sgl = make([]SGE, 0, cfg.MaxSGE)
+		q.sq[i].inline = make([]byte, 0, cfg.MaxInline)
+	}
+	q.cur.sgl = make([]SGE, 0, max(cfg.MaxSGE, q.rq.maxSGE))
+	q.txbuf = make([]byte, max(256<<10, 4*cfg.MaxFPDU))
+	q.stage = make([]byte, MaxFPDU)
+	q.rbuf = make([]byte, 64<<10)
+	pd.n.Add(1)
+	return q, nil
+}
+
+// Num is the queue pair's number, reported in its completions.
+func (q *QP) Num() uint32 { return q.num }
+
+// Placed receives a value after the engine has taken in data from the
+// peer (an RDMA Write or Read Response placed, a Send received), and when
+// the queue pair fails. It is for applications that watch registered
+// memory for a peer's Writes, as RDMA programs poll it: check the memory,
+// and wait on Placed only when nothing is there yet. One value stands for
+// any number of events.
+func (q *QP) Placed() <-chan struct{} { return q.placed }
+
+// State returns the current state.
+func (q *QP) State() State {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.state
+}
+
+// Err returns why the queue pair went to the error state, nil before.
+func (q *QP) Err() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.err
+}
+
+// Modify moves the queue pair to state: Reset→Init, any→Error, and
+// Error→Reset (after the connection's goroutines have ended). RTR and RTS
+// are reached through Connect and ConnRequest.Accept.
+func (q *QP) Modify(to State) error {
+	q.mu.Lock()
+	from := q.state
+	switch {
+	case to == StateError:
+		q.mu.Unlock()
+		q.fail(ErrClosed, 0)
+		return nil
+	case from == StateReset && to == StateInit:
+		q.state = StateInit
+		q.mu.Unlock()
+		return nil
+	case from == StateError && to == StateReset:
+		q.mu.Unlock()
+		q.wg.Wait()
+		q.reset()
+		return nil
+	}
+	q.mu.Unlock()
+	return fmt.Errorf("%w: %v → %v", ErrState, from, to)
+}
+
+func (q *QP) reset() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.state, q.err = StateReset, nil
+	q.head, q.sent, q.tail, q.handed = 0, 0, 0, 0
+	q.ordH, q.ordN, q.respH, q.respN = 0, 0, 0, 0
+	q.txn, q.msnOut, q.conn = 0, [numQN]uint32{}, nil
+	q.stageN, q.msnIn, q.inMsg, q.moIn, q.failed = 0, [numQN]uint32{}, [numQN]bool{}, [numQN]uint32{}, false
+	if q.srq == nil {
+		q.rq = newRecvQueue(q.pd, q.cfg.RecvDepth, q.cfg.MaxSGE)
+	}
+}
+
+// Close moves the queue pair to Error (flushing what is outstanding),
+// closes its connection and waits for its goroutines.
+func (q *QP) Close() error {
+	q.fail(ErrClosed, 0)
+	q.wg.Wait()
+	return nil
+}
+
+// PostRecv posts receive requests. It returns how many it posted; when
+// that is fewer than len(wrs) the error says why wrs[n] was refused. In
+// the Error state, requests complete at once with StatusFlush.
+func (q *QP) PostRecv(wrs []RecvWR) (int, error) {
+	if q.srq != nil {
+		return 0, fmt.Errorf("%w: queue pair uses a shared receive queue", ErrState)
+	}
+	q.mu.Lock()
+	st := q.state
+	q.mu.Unlock()
+	switch st {
+	case StateReset:
+		return 0, fmt.Errorf("%w: PostRecv in %v", ErrState, st)
+	case StateError:
+		for i := range wrs {
+			if !q.cfg.RecvCQ.push(WC{ID: wrs[i].ID, Status: StatusFlush, Op: WCRecv, QPN: q.num}) {
+				return i, ErrCQOverflow
+			}
+		}
+		return len(wrs), nil
+	}
+	return q.rq.post(wrs)
+}
+
+// PostSend posts send requests, in order, and starts transmitting them.
+// It returns how many it posted; when that is fewer than len(wrs) the
+// error says why wrs[n] was refused, and nothing from wrs[n] on was
+// posted. Posting errors are synchronous: the state (RTS needed), a full
+// queue, too many SGEs, a bad local key or bounds, a malformed request.
+// In the Error state, requests complete at once with StatusFlush.
+func (q *QP) PostSend(wrs []SendWR) (int, error) {
+	posted := 0
+	var err error
+	for i := range wrs {
+		wr := &wrs[i]
+		if err = q.checkSend(wr); err != nil {
+			break
+		}
+		q.mu.Lock()
+		if q.state == StateError {
+			q.mu.Unlock()
+			if !q.cfg.SendCQ.push(WC{ID: wr.ID, Status: StatusFlush, Op: wcOp(wr.Op), QPN: q.num}) {
+				err = ErrCQOverflow
+				break
+			}
+			posted++
+			continue
+		}
+		if q.state != StateRTS {
+			st := q.state
+			q.mu.Unlock()
+			err = fmt.Errorf("%w: PostSend in %v", ErrState, st)
+			break
+		}
+		if q.tail-q.head == uint64(len(q.sq)) {
+			q.mu.Unlock()
+			err = ErrQueueFull
+			break
+		}
+		s := &q.sq[q.tail%uint64(len(q.sq))]
+		s.wr = *wr
+		s.sgl = append(s.sgl[:0], wr.SGL...)
+		s.wr.SGL = s.sgl
+		if wr.Flags&Inline != 0 {
+			s.inline = append(s.inline[:0], wr.Inline...)
+			s.wr.Inline = s.inline
+		} else {
+			s.wr.Inline = nil
+		}
+		s.seq = q.tail
+		s.done, s.status, s.len = false, StatusSuccess, 0
+		q.tail++
+		q.mu.Unlock()
+		posted++
+	}
+	if posted > 0 {
+		q.txMu.Lock()
+		q.pumpLocked()
+		q.txMu.Unlock()
+	}
+	return posted, err
+}
+
+func isSendOrWrite(op WROpcode) bool {
+	return op == WRSend || op == WRSendWithInv || op == WRWrite || op == WRWriteWithImm
+}
+
+func wcOp(op WROpcode) WCOpcode {
+	switch op {
+	case WRSend, WRSendWithInv:
+		return WCSend
+	case WRWrite, WRWriteWithImm:
+		return WCWrite
+	case WRRead:
+		return WCRead
+	case WRFetchAdd:
+		return WCFetchAdd
+	}
+	return WCCmpSwap
+}
+
+// checkSend validates a send request against the queue pair's limits and
+// its local keys.
+func (q *QP) checkSend(wr *SendWR) error {
+	if wr.Op >= numWROps {
+		return fmt.Errorf("%w: opcode %d", ErrInvalidWR, wr.Op)
+	}
+	if len(wr.SGL) > q.cfg.MaxSGE {
+		return fmt.Errorf("%w: %d SGEs, at most %d", ErrTooManySGE, len(wr.SGL), q.cfg.MaxSGE)
+	}
+	if wr.Flags&Inline != 0 {
+		switch {
+		case wr.Op != WRSend && wr.Op != WRSendWithInv && wr.Op != WRWrite && wr.Op != WRWriteWithImm:
+			return fmt.Errorf("%w: inline %v", ErrInvalidWR, wr.Op)
+		case len(wr.SGL) != 0:
+			return fmt.Errorf("%w: inline request with an SGL", ErrInvalidWR)
+		case len(wr.Inline) > q.cfg.MaxInline:
+			return fmt.Errorf("%w: %d inline bytes, at most %d", ErrInvalidWR, len(wr.Inline), q.cfg.MaxInline)
+		}
+		return nil
+	}
+	need := Access(0)
+	var total uint64
+	switch wr.Op {
+	case WRRead:
+		need = LocalWrite
+	case WRFetchAdd, WRCmpSwap:
+		need = LocalWrite
+		if len(wr.SGL) != 1 || wr.SGL[0].Len != 8 {
+			return fmt.Errorf("%w: an atomic needs one 8-byte SGE", ErrInvalidWR)
+		}
+		if wr.RemoteOffset%8 != 0 {
+			return fmt.Errorf("%w: atomic remote offset %d not 8-byte aligned", ErrInvalidWR, wr.RemoteOffset)
+		}
+	}
+	for _, s := range wr.SGL {
+		mr, _, ok := q.dev.lookup(s.Key, q.pd, need, s.Offset, uint64(s.Len))
+		if !ok {
+			return fmt.Errorf("%w: key %#x [%d, +%d)", ErrLocalKey, s.Key, s.Offset, s.Len)
+		}
+		mr.mu.RUnlock()
+		total += uint64(s.Len)
+	}
+	if total > 1<<31 {
+		return fmt.Errorf("%w: %d bytes in one request", ErrInvalidWR, total)
+	}
+	return nil
+}
+
+// fail moves the queue pair to Error with err, flushes it, and ends the
+// connection: with a Terminate carrying c first when c is not zero.
+func (q *QP) fail(err error, c termCode) {
+	q.mu.Lock()
+	if q.state == StateError {
+		q.mu.Unlock()
+		return
+	}
+	prev := q.state
+	q.state, q.err = StateError, err
+	if c != 0 && q.respN < len(q.resp) {
+		q.resp[(q.respH+q.respN)%len(q.resp)] = response{kind: respTerminate, term: c}
+		q.respN++
+	}
+	q.flushLocked()
+	conn := q.conn
+	q.mu.Unlock()
+	select {
+	case q.placed <- struct{}{}:
+	default:
+	}
+	if conn != nil && prev >= StateRTR {
+		// The transmit goroutine sends the Terminate and closes the
+		// connection; if it is stuck in a write the peer does not drain,
+		// this unsticks it.
+		time.AfterFunc(2*lingerTime, func() { conn.Close() })
+		q.wake()
+	} else if conn != nil {
+		conn.Close()
+	}
+}
+
+// flushLocked completes every outstanding send request (the ones with a
+// status of their own first, in order) and every posted receive of the
+// queue pair's own receive queue with StatusFlush.
+func (q *QP) flushLocked() {
+	// As in verbs, everything after the first failed request is
+	// flushed, even what had finished; Sends and Writes before it that
+	// were handed to the transport succeeded.
+	failed := false
+	for i := q.head; i < q.tail; i++ {
+		s := &q.sq[i%uint64(len(q.sq))]
+		switch {
+		case s.done && s.status != StatusSuccess:
+			failed = true
+		case failed:
+			s.done, s.status = true, StatusFlush
+		case s.done:
+		case i < q.handed && isSendOrWrite(s.wr.Op):
+			s.done, s.status = true, StatusSuccess
+		default:
+			s.done, s.status = true, StatusFlush
+			failed = true
+		}
+	}
+	q.sent = q.tail
+	q.ordN = 0
+	q.completeLocked()
+	if q.srq == nil {
+		var r recvSlot
+		for q.rq.take(&r) {
+			q.cfg.RecvCQ.push(WC{ID: r.id, Status: StatusFlush, Op: WCRecv, QPN: q.num})
+		}
+	}
+}
+
+// completeLocked retires finished send requests from the head, in order:
+// signaled or failed ones produce completions, unsignaled successes just
+// free their slots.
+func (q *QP) completeLocked() {
+	overflow := false
+	for q.head < q.tail {
+		s := &q.sq[q.head%uint64(len(q.sq))]
+		if !s.done {
+			break
+		}
+		if s.wr.Flags&Signaled != 0 || s.status != StatusSuccess {
+			if !q.cfg.SendCQ.push(WC{ID: s.wr.ID, Status: s.status, Op: wcOp(s.wr.Op), Len: s.len, QPN: q.num}) {
+				overflow = true
+			}
+		}
+		q.head++
+	}
+	if overflow && q.state != StateError {
+		q.state, q.err = StateError, ErrCQOverflow
+		q.flushLocked()
+		q.wake()
+	}
+}
+
+func (q *QP) wake() {
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+}
+
+// slotDone marks the request seq finished with status.
+func (q *QP) slotDone(seq uint64, status Status, n uint32) {
+	if seq < q.head || seq >= q.tail {
+		return
+	}
+	s := &q.sq[seq%uint64(len(q.sq))]
+	if !s.done {
+		s.done, s.status, s.len = true, status, n
+	}
+}

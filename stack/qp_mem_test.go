@@ -1,0 +1,158 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/ustack-dev/ustack/qp"
+)
+
+// qpEnd is a queue pair with a 256 KiB region on one stack.
+type qpEnd struct {
+	pd  *qp.PD
+	cq  *qp.CQ
+	q   *qp.QP
+	mr  *qp.MR
+	buf []byte
+}
+
+func newQPEnd(t *testing.T) *qpEnd {
+	t.Helper()
+	dev := qp.NewDevice()
+	e := &qpEnd{pd: dev.AllocPD(), buf: make([]byte, 256<<10)}
+	var err error
+	if e.cq, err = dev.CreateCQ(256); err != nil {
+		t.Fatal(err)
+	}
+	if e.mr, err = e.pd.RegMR(e.buf, qp.LocalWrite|qp.RemoteWrite|qp.RemoteRead|qp.RemoteAtomic); err != nil {
+		t.Fatal(err)
+	}
+	if e.q, err = e.pd.CreateQP(qp.DefaultQPConfig(e.cq, e.cq)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.q.Modify(qp.StateInit); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.q.Close() })
+	return e
+}
+
+func (e *qpEnd) wait(t *testing.T, id uint64) qp.WC {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wc [1]qp.WC
+	for e.cq.Poll(wc[:]) == 0 {
+		if err := e.cq.Wait(ctx); err != nil {
+			t.Fatalf("waiting for completion %d: %v (qp err %v)", id, err, e.q.Err())
+		}
+	}
+	if wc[0].ID != id || wc[0].Status != qp.StatusSuccess {
+		t.Fatalf("completion %+v, want id %d success", wc[0], id)
+	}
+	return wc[0]
+}
+
+// connectQP connects a (dialing from stack da) to b (accepting on ln).
+func connectQP(t *testing.T, a, b *qpEnd, dial func(ctx context.Context) (net.Conn, error), ln net.Listener) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		r, err := qp.NewListener(ln).Accept(ctx)
+		if err == nil {
+			err = r.Accept(b.q, []byte("ustack responder"))
+		}
+		errc <- err
+	}()
+	c, err := dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, err := a.q.Connect(ctx, c, []byte("initiator"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if string(pd) != "ustack responder" {
+		t.Fatalf("private data %q", pd)
+	}
+}
+
+// exerciseQP runs every operation from a against b and checks the bytes.
+func exerciseQP(t *testing.T, a, b *qpEnd) {
+	t.Helper()
+	for i := range a.buf {
+		a.buf[i] = byte(i * 13)
+	}
+	// 200 KiB Write, then a Send that proves it landed.
+	b.q.PostRecv([]qp.RecvWR{{ID: 10, SGL: []qp.SGE{{Offset: 250 << 10, Len: 1024, Key: b.mr.Key()}}}})
+	a.q.PostSend([]qp.SendWR{
+		{ID: 1, Op: qp.WRWrite, Flags: qp.Signaled, SGL: []qp.SGE{{Offset: 0, Len: 200 << 10, Key: a.mr.Key()}}, RemoteKey: b.mr.Key()},
+		{ID: 2, Op: qp.WRSend, Flags: qp.Signaled | qp.Inline, Inline: []byte("after the write")},
+	})
+	a.wait(t, 1)
+	a.wait(t, 2)
+	wc := b.wait(t, 10)
+	if string(b.buf[250<<10:250<<10+wc.Len]) != "after the write" || !bytes.Equal(b.buf[:200<<10], a.buf[:200<<10]) {
+		t.Fatal("write or send data differs")
+	}
+	// 100 KiB Read back into a's second half.
+	a.q.PostSend([]qp.SendWR{{ID: 3, Op: qp.WRRead, Flags: qp.Signaled,
+		SGL: []qp.SGE{{Offset: 128 << 10, Len: 100 << 10, Key: a.mr.Key()}}, RemoteKey: b.mr.Key(), RemoteOffset: 1000}})
+	a.wait(t, 3)
+	if !bytes.Equal(a.buf[128<<10:228<<10], b.buf[1000:1000+100<<10]) {
+		t.Fatal("read data differs")
+	}
+	// Fetch-add on b's word at 8 KiB, set by a Write first and checked
+	// through a's completions (b's memory is b's engine's alone).
+	var hundred [8]byte
+	binary.NativeEndian.PutUint64(hundred[:], 100)
+	a.q.PostSend([]qp.SendWR{
+		{Op: qp.WRWrite, Flags: qp.Inline, Inline: hundred[:], RemoteKey: b.mr.Key(), RemoteOffset: 8 << 10},
+		{ID: 4, Op: qp.WRFetchAdd, Flags: qp.Signaled, SGL: []qp.SGE{{Offset: 0, Len: 8, Key: a.mr.Key()}}, RemoteKey: b.mr.Key(), RemoteOffset: 8 << 10, CompareAdd: 5},
+		{ID: 6, Op: qp.WRFetchAdd, Flags: qp.Signaled | qp.Fence, SGL: []qp.SGE{{Offset: 8, Len: 8, Key: a.mr.Key()}}, RemoteKey: b.mr.Key(), RemoteOffset: 8 << 10},
+	})
+	a.wait(t, 4)
+	a.wait(t, 6)
+	if binary.NativeEndian.Uint64(a.buf) != 100 || binary.NativeEndian.Uint64(a.buf[8:]) != 105 {
+		t.Fatal("fetch-add")
+	}
+	// An access violation ends it with a Terminate on both ends.
+	a.q.PostSend([]qp.SendWR{{ID: 5, Op: qp.WRRead, Flags: qp.Signaled,
+		SGL: []qp.SGE{{Offset: 0, Len: 8, Key: a.mr.Key()}}, RemoteKey: b.mr.Key(), RemoteOffset: 256 << 10}})
+	var got [1]qp.WC
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for a.cq.Poll(got[:]) == 0 {
+		if err := a.cq.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got[0].ID != 5 || got[0].Status != qp.StatusRemoteAccess || !errors.Is(a.q.Err(), qp.ErrRemoteAccess) {
+		t.Fatalf("out-of-bounds read: %+v, err %v", got[0], a.q.Err())
+	}
+}
+
+func TestMemQueuePairOverUstack(t *testing.T) {
+	mp := newMemPair(t, Adaptive)
+	ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 4791).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	a, b := newQPEnd(t), newQPEnd(t)
+	connectQP(t, a, b, func(ctx context.Context) (net.Conn, error) {
+		return mp.a.DialContext(ctx, "tcp4", ln.Addr().String())
+	}, ln)
+	exerciseQP(t, a, b)
+}
