@@ -267,10 +267,10 @@ func Rate(ctx context.Context, dial Dialer, cfg RateConfig) (int64, time.Duratio
 	return n, elapsed, err
 }
 
-// ServeDiscard reads every connection ln accepts to its end, then writes
-// back the number of bytes it read (8 bytes, big-endian) and closes it:
-// the server side of Bulk. It returns nil when ln is closed.
-func ServeDiscard(ln net.Listener) error {
+// serveEach runs handle on its own goroutine for every connection ln
+// accepts, closing the connection after, until ln is closed (then it
+// waits for the handlers and returns nil) or Accept fails otherwise.
+func serveEach(ln net.Listener, handle func(net.Conn)) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
@@ -285,23 +285,32 @@ func ServeDiscard(ln net.Listener) error {
 		go func() {
 			defer wg.Done()
 			defer c.Close()
-			buf := make([]byte, 256<<10)
-			var n int64
-			for {
-				m, err := c.Read(buf)
-				n += int64(m)
-				if err != nil {
-					if err != io.EOF {
-						return
-					}
-					break
-				}
-			}
-			var b [8]byte
-			binary.BigEndian.PutUint64(b[:], uint64(n))
-			c.Write(b[:])
+			handle(c)
 		}()
 	}
+}
+
+// ServeDiscard reads every connection ln accepts to its end, then writes
+// back the number of bytes it read (8 bytes, big-endian) and closes it:
+// the server side of Bulk. It returns nil when ln is closed.
+func ServeDiscard(ln net.Listener) error {
+	return serveEach(ln, func(c net.Conn) {
+		buf := make([]byte, 256<<10)
+		var n int64
+		for {
+			m, err := c.Read(buf)
+			n += int64(m)
+			if err != nil {
+				if err != io.EOF {
+					return
+				}
+				break
+			}
+		}
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], uint64(n))
+		c.Write(b[:])
+	})
 }
 
 // Bulk writes to a ServeDiscard server over c for d, closes its write
@@ -347,43 +356,29 @@ const maxSource = 10 * time.Minute
 // write side, and then reads the client's count of what it received (8
 // bytes) to check it. It returns nil when ln is closed.
 func ServeSource(ln net.Listener) error {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return fmt.Errorf("accept: %w", err)
+	return serveEach(ln, func(c net.Conn) {
+		var b [8]byte
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		if _, err := io.ReadFull(c, b[:]); err != nil {
+			return
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer c.Close()
-			var b [8]byte
-			c.SetDeadline(time.Now().Add(30 * time.Second))
-			if _, err := io.ReadFull(c, b[:]); err != nil {
+		d := time.Duration(binary.BigEndian.Uint64(b[:]))
+		if d <= 0 || d > maxSource {
+			return
+		}
+		start := time.Now()
+		c.SetDeadline(start.Add(d + 30*time.Second))
+		buf := make([]byte, 256<<10)
+		for time.Since(start) < d {
+			if _, err := c.Write(buf); err != nil {
 				return
 			}
-			d := time.Duration(binary.BigEndian.Uint64(b[:]))
-			if d <= 0 || d > maxSource {
-				return
-			}
-			start := time.Now()
-			c.SetDeadline(start.Add(d + 30*time.Second))
-			buf := make([]byte, 256<<10)
-			for time.Since(start) < d {
-				if _, err := c.Write(buf); err != nil {
-					return
-				}
-			}
-			if cw, ok := c.(interface{ CloseWrite() error }); ok {
-				cw.CloseWrite()
-			}
-			io.ReadFull(c, b[:])
-		}()
-	}
+		}
+		if cw, ok := c.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		io.ReadFull(c, b[:])
+	})
 }
 
 // Download asks a ServeSource server over c to send for d and reads what
