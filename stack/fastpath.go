@@ -51,6 +51,11 @@ func (f *fastPath) deliver(frame []byte, v *buffer.View, deferrer gstack.Deferre
 		return false
 	}
 	tcp := header.TCP(ip[header.IPv4MinimumSize:total])
+	if off := int(tcp.DataOffset()); off < header.TCPMinimumSize || off > len(tcp) {
+		// Checked here, before v is taken: parse.TCP below then cannot
+		// fail after the caller's view has become the packet's.
+		return false
+	}
 	id := gstack.TransportEndpointID{
 		LocalPort:     tcp.DestinationPort(),
 		LocalAddress:  ip.DestinationAddress(),
