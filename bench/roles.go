@@ -72,10 +72,11 @@ func serveMain(args []string) error {
 	port := fs.Int("port", 7000, "port")
 	upstream := fs.Bool("upstream", false, "ustack with upstream netstack's hand-offs and immediate ACKs")
 	offload := fs.String("offload", "", "ustack offload setting: \"\" (the defaults), no-gro, gso or no-tx-checksum")
+	delay := fs.Duration("delay", 0, "the floor's processing time per batch (busy-waited)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	stop, mode, err := startServer(*contender, *iface, *poll, uint16(*port), *upstream, *offload)
+	stop, mode, err := startServer(*contender, *iface, *poll, uint16(*port), *upstream, *offload, *delay)
 	if err != nil {
 		return err
 	}

@@ -48,30 +48,41 @@ type contender struct {
 	// "" for the defaults, "no-gro", "gso" or "no-tx-checksum" (run only
 	// when named in -contenders).
 	Offload string
+	// Delay is the floor's busy-waited processing time per batch of
+	// replies (floor-1us and the like, run only when named): the round
+	// trip a kernel client sees as a function of the server's time.
+	Delay time.Duration
 }
 
 var allContenders = []contender{
-	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, ""},
-	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, false, false, ""},
-	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, ""},
+	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
+	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, false, false, "", 0},
+	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
 	// The same with one P: the application's goroutines then run on the
 	// worker's thread, which on a 2-CPU machine keeps them off the CPU
 	// the client needs.
-	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 1, false, false, ""},
-	{"ustack-adaptive", "ustack", "adaptive", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, ""},
-	{"ustack-blocking", "ustack", "blocking", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, ""},
-	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, false, false, ""},
+	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 1, false, false, "", 0},
+	{"ustack-adaptive", "ustack", "adaptive", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, "", 0},
+	{"ustack-blocking", "ustack", "blocking", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, "", 0},
+	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, false, false, "", 0},
 	// gVisor's endpoint drops a default veth peer's partial checksums
 	// (its connections never open), so it runs with full checksums.
-	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, true, false, ""},
-	{"floor", "floor", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false, ""},
-	{"floor-asavie", "floor-asavie", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false, ""},
+	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, true, false, "", 0},
+	{"floor", "floor", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false, "", 0},
+	{"floor-asavie", "floor-asavie", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false, "", 0},
 	// ustack with upstream netstack's hand-offs and immediate ACKs: what
 	// running TCP to completion on the worker and delaying ACKs buy.
 	// ustack with one offload changed: what each buys in bulk transfers.
 	{Name: "ustack-no-gro", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "no-gro"},
 	{Name: "ustack-gso", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "gso"},
 	{Name: "ustack-no-tx-checksum", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "no-tx-checksum"},
+	// The floor answering 1, 2 and 4 µs late: with a Go client on the
+	// kernel's TCP/UDP, a reply that comes after the client's thread went
+	// to sleep costs a wake-up, and on this VM that is most of a round
+	// trip.
+	{Name: "floor-1us", Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: []string{"pingpong"}, Delay: time.Microsecond},
+	{Name: "floor-2us", Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: []string{"pingpong"}, Delay: 2 * time.Microsecond},
+	{Name: "floor-4us", Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: []string{"pingpong"}, Delay: 4 * time.Microsecond},
 	{Name: "ustack-handoff", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk", "bulk-s2c"}, Upstream: true},
 }
 
@@ -79,7 +90,7 @@ var allContenders = []contender{
 func allContenderNames() []string {
 	var n []string
 	for _, c := range allContenders {
-		if !c.Upstream && c.Offload == "" {
+		if !c.Upstream && c.Offload == "" && c.Delay == 0 {
 			n = append(n, c.Name)
 		}
 	}
@@ -396,7 +407,7 @@ func (c *child) stop() error {
 
 func startServerChild(exe string, pair *vethtest.Pair, c contender) (*child, error) {
 	ch, err := spawn(exe, pair.Ustack, procsEnv(c, c.Server), "serve", "-contender", c.Server, "-iface", pair.Ustack.Link, "-poll", c.Poll, "-port", strconv.Itoa(benchPort),
-		"-upstream="+strconv.FormatBool(c.Upstream), "-offload", c.Offload)
+		"-upstream="+strconv.FormatBool(c.Upstream), "-offload", c.Offload, "-delay", c.Delay.String())
 	if err != nil {
 		return nil, err
 	}

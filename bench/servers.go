@@ -35,7 +35,7 @@ var servedStack *stack.Stack
 // port+1) and source server (port+2) of a contender in the current namespace and returns a function
 // that stops them and releases everything, and the mode the XDP program
 // was attached in ("" for the kernel contenders, which attach none).
-func startServer(contender, iface, poll string, port uint16, upstream bool, offload string) (stop func(), xdpMode string, err error) {
+func startServer(contender, iface, poll string, port uint16, upstream bool, offload string, delay time.Duration) (stop func(), xdpMode string, err error) {
 	kernelAddr := netip.AddrPortFrom(vethtest.UstackHostIPv4, port)
 	ustackAddr := netip.AddrPortFrom(vethtest.UstackIPv4, port)
 	switch contender {
@@ -120,7 +120,7 @@ func startServer(contender, iface, poll string, port uint16, upstream bool, offl
 		stop, err := startGVisorXDP(iface, ustackAddr)
 		return stop, bpf.AttachNative.String(), err
 	case "floor":
-		stop, err := startFloor(iface, port)
+		stop, err := startFloor(iface, port, delay)
 		return stop, bpf.AttachNative.String(), err
 	case "floor-asavie":
 		stop, err := startFloorAsavie(iface, port)
@@ -223,7 +223,10 @@ func whileBusy(open func() error) error {
 }
 
 // startFloor runs the raw AF_XDP UDP reflector: no TCP/IP stack at all.
-func startFloor(iface string, port uint16) (_ func(), err error) {
+// startFloor runs the reflector on its own AF_XDP socket: the floor, what
+// a server that answers delay after the request's frame arrives costs a
+// round trip.
+func startFloor(iface string, port uint16, delay time.Duration) (_ func(), err error) {
 	ifc, err := xsk.LookupInterface(iface)
 	if err != nil {
 		return nil, err
@@ -247,7 +250,7 @@ func startFloor(iface string, port uint16) (_ func(), err error) {
 	if err := steer(u, ifc, sock.FD(), bpf.Owned{Addr: vethtest.UstackIPv4, Flags: bpf.OwnNeigh}, port); err != nil {
 		return nil, err
 	}
-	r := &reflector.Reflector{Sock: sock, Responder: reflector.Responder{MAC: ifc.MAC, IP: vethtest.UstackIPv4.As4()}, Spin: true}
+	r := &reflector.Reflector{Sock: sock, Responder: reflector.Responder{MAC: ifc.MAC, IP: vethtest.UstackIPv4.As4()}, Spin: true, Delay: delay}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {

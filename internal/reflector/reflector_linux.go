@@ -36,6 +36,10 @@ type Reflector struct {
 	Sock *xsk.Socket
 	// Spin busy-polls; otherwise the reflector sleeps 20µs when idle.
 	Spin bool
+	// Delay, if set, is busy-waited before each batch of replies is sent:
+	// a stand-in for a server's processing time, with which the benchmark
+	// shows how a client's round trip depends on it.
+	Delay time.Duration
 }
 
 // Done reports whether a reflector loop should end: stop is closed or the
@@ -80,6 +84,10 @@ func (r *Reflector) Run(stop <-chan struct{}, limit time.Duration) {
 			}
 		}
 		r.Sock.Recycle(drop)
+		if r.Delay > 0 {
+			for t0 := time.Now(); time.Since(t0) < r.Delay; {
+			}
+		}
 		sent, err := r.Sock.Transmit(tx)
 		if err != nil || sent < len(tx) {
 			r.Sock.Recycle(tx[sent:])
