@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ustack-dev/ustack/vethtest"
 )
@@ -53,6 +54,10 @@ func TestPrivilegedCaptureReadByTshark(t *testing.T) {
 	pingPong(t, c, 100)
 	c.Close()
 	ln.Close()
+	// Let the closing handshake finish before the stack closes: a last
+	// ACK arriving while it closes would be captured but never reach
+	// netstack's counters.
+	settleSegments(s, 5*time.Second)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -81,4 +86,18 @@ func TestPrivilegedCaptureReadByTshark(t *testing.T) {
 		t.Errorf("%d TCP segments with data, want at least the 100 requests and 100 replies", data)
 	}
 	t.Logf("capture: %d frames, %d TCP segments, %s bytes", total, tcp, strconv.FormatUint(st.Capture.Bytes+pcapHeaderLen, 10))
+}
+
+// settleSegments waits, at most max, until s has sent and received no TCP
+// segment for 200ms.
+func settleSegments(s *Stack, max time.Duration) {
+	count := func() uint64 { st := s.Stats(); return st.TCPSegmentsSent + st.TCPSegmentsReceived }
+	last, since := count(), time.Now()
+	for end := time.Now().Add(max); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if n := count(); n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) >= 200*time.Millisecond {
+			return
+		}
+	}
 }
