@@ -165,7 +165,7 @@ func TestPrivilegedQuickRun(t *testing.T) {
 		}
 	}
 	for _, c := range allContenders {
-		if c.Upstream || c.Offload != "" {
+		if c.optIn() {
 			continue // runs only when asked for
 		}
 		for _, w := range c.Workloads {

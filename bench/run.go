@@ -86,11 +86,14 @@ var allContenders = []contender{
 	{Name: "ustack-handoff", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk", "bulk-s2c"}, Upstream: true},
 }
 
+// optIn reports whether c runs only when named in -contenders.
+func (c contender) optIn() bool { return c.Upstream || c.Offload != "" || c.Delay != 0 }
+
 // allContenderNames lists the contenders that run by default.
 func allContenderNames() []string {
 	var n []string
 	for _, c := range allContenders {
-		if !c.Upstream && c.Offload == "" && c.Delay == 0 {
+		if !c.optIn() {
 			n = append(n, c.Name)
 		}
 	}
