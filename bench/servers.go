@@ -222,10 +222,9 @@ func whileBusy(open func() error) error {
 	}
 }
 
-// startFloor runs the raw AF_XDP UDP reflector: no TCP/IP stack at all.
-// startFloor runs the reflector on its own AF_XDP socket: the floor, what
-// a server that answers delay after the request's frame arrives costs a
-// round trip.
+// startFloor runs the raw AF_XDP UDP reflector, no TCP/IP stack at all:
+// the floor. With delay it answers that much after each batch arrives,
+// standing in for a server's processing time.
 func startFloor(iface string, port uint16, delay time.Duration) (_ func(), err error) {
 	ifc, err := xsk.LookupInterface(iface)
 	if err != nil {
