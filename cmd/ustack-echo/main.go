@@ -20,13 +20,11 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/pprof"
-	"strings"
-	"syscall"
 	"time"
 
+	"github.com/ustack-dev/ustack/internal/cli"
 	"github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/metrics"
 	"github.com/ustack-dev/ustack/stack"
@@ -45,34 +43,7 @@ modes:
 `
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var err error
-	switch os.Args[1] {
-	case "demo":
-		err = runDemo(ctx, os.Args[2:])
-	case "server":
-		err = runServer(ctx, os.Args[2:])
-	case "client":
-		err = runClient(ctx, os.Args[2:])
-	case "-h", "-help", "--help", "help":
-		fmt.Print(usage)
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "ustack-echo: unknown mode %q\n\n%s", os.Args[1], usage)
-		os.Exit(2)
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "ustack-echo: %v\n", err)
-		os.Exit(1)
-	}
+	cli.Main("ustack-echo", usage, map[string]cli.Mode{"demo": runDemo, "server": runServer, "client": runClient})
 }
 
 // stackFlags are the flags that configure ustack.
@@ -108,13 +79,9 @@ func (f *stackFlags) config() (stack.Config, error) {
 	if f.addrs == "" {
 		return stack.Config{}, errors.New("-stack ustack needs -addr")
 	}
-	var prefixes []netip.Prefix
-	for _, s := range strings.Split(f.addrs, ",") {
-		p, err := netip.ParsePrefix(strings.TrimSpace(s))
-		if err != nil {
-			return stack.Config{}, fmt.Errorf("-addr: %w", err)
-		}
-		prefixes = append(prefixes, p)
+	prefixes, err := cli.ParsePrefixes(f.addrs)
+	if err != nil {
+		return stack.Config{}, err
 	}
 	poll, err := stack.ParsePollPolicy(f.poll)
 	if err != nil {

@@ -19,14 +19,12 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/ustack-dev/ustack/internal/cli"
 	"github.com/ustack-dev/ustack/qp"
 	"github.com/ustack-dev/ustack/stack"
 )
@@ -45,34 +43,7 @@ tests: write_lat send_lat read_lat atomic_lat write_bw send_bw
 `
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var err error
-	switch os.Args[1] {
-	case "demo":
-		err = runDemo(ctx, os.Args[2:])
-	case "server":
-		err = runServer(ctx, os.Args[2:])
-	case "client":
-		err = runClient(ctx, os.Args[2:])
-	case "-h", "-help", "--help", "help":
-		fmt.Print(usage)
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "ustack-perf: unknown mode %q\n\n%s", os.Args[1], usage)
-		os.Exit(2)
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "ustack-perf: %v\n", err)
-		os.Exit(1)
-	}
+	cli.Main("ustack-perf", usage, map[string]cli.Mode{"demo": runDemo, "server": runServer, "client": runClient})
 }
 
 // stackFlags select and configure the stack, as ustack-echo's do.
@@ -100,13 +71,9 @@ func (f *stackFlags) open() (*stack.Stack, error) {
 	if f.iface == "" || f.addrs == "" {
 		return nil, errors.New("-stack ustack needs -iface and -addr")
 	}
-	var prefixes []netip.Prefix
-	for _, s := range strings.Split(f.addrs, ",") {
-		p, err := netip.ParsePrefix(strings.TrimSpace(s))
-		if err != nil {
-			return nil, fmt.Errorf("-addr: %w", err)
-		}
-		prefixes = append(prefixes, p)
+	prefixes, err := cli.ParsePrefixes(f.addrs)
+	if err != nil {
+		return nil, err
 	}
 	poll, err := stack.ParsePollPolicy(f.poll)
 	if err != nil {
