@@ -19,6 +19,9 @@ func Sum(b []byte, acc uint64) uint64 {
 	if haveWide && len(b) >= wideMin {
 		s, n := sumWide(b)
 		acc = add(acc, s)
+		if n == len(b) {
+			return acc
+		}
 		b = b[n:]
 	}
 	return sumScalar(b, acc)
@@ -94,6 +97,9 @@ func CopySum(dst, src []byte, acc uint64) (int, uint64) {
 	if haveWide && n >= wideMin {
 		s, w := copySumWide(dst, src)
 		acc = add(acc, s)
+		if w == n {
+			return n, acc
+		}
 		dst, src = dst[w:], src[w:]
 	}
 	var carry uint64

@@ -2,9 +2,10 @@
 // frames ustack copies itself (AF_XDP in copy mode, or any frame ring):
 //
 //   - Checksums: the RFC 1071 Internet checksum (Sum, Fold, Checksum),
-//     AVX2 on amd64 with a pure-Go fallback (-tags purego), IPv4 and IPv6
-//     pseudo-headers, RFC 1624 incremental updates (Update16, Update32),
-//     and CopySum, which copies and sums in one pass.
+//     AVX-512 or AVX2 on amd64 with a pure-Go fallback (-tags purego),
+//     IPv4 and IPv6 pseudo-headers, RFC 1624 incremental updates
+//     (Update16, Update32), and CopySum, which copies and sums in one
+//     pass.
 //   - Transmit (Tx): a packet netstack hands down, as its buffer's views,
 //     is written into transmit frames with its TCP or UDP checksum
 //     computed during the copy; a TCP packet larger than its MSS (a GSO

@@ -4,11 +4,24 @@ package offload
 
 import "golang.org/x/sys/cpu"
 
-// wideMin is the length from which the AVX2 loops beat the scalar ones
-// (their setup and final reduction cost about as much as 64 bytes).
-const wideMin = 128
+// The vector loops in use: AVX-512 (with BW for byte masks and BMI2 for
+// building them) where the CPU and OS have it, else AVX2, else none;
+// and the length from which they beat the scalar ones.
+var (
+	have512  = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasBMI2
+	haveWide = have512 || cpu.X86.HasAVX2
+	wideMin  = wideMinFor(have512)
+)
 
-var haveWide = cpu.X86.HasAVX2
+// wideMinFor is the length from which the vector loops beat the scalar
+// ones: the AVX2 loops' setup, final reduction and scalar tail cost
+// about as much as 64 bytes; the AVX-512 ones take the tail themselves.
+func wideMinFor(avx512 bool) int {
+	if avx512 {
+		return 32
+	}
+	return 128
+}
 
 //go:noescape
 func sumAVX2(p *byte, n int) uint64
@@ -16,16 +29,30 @@ func sumAVX2(p *byte, n int) uint64
 //go:noescape
 func copySumAVX2(dst, src *byte, n int) uint64
 
-// sumWide sums the longest multiple-of-64 prefix of b with AVX2 and
-// returns the sum and how many bytes it covered.
+//go:noescape
+func sumAVX512(p *byte, n int) uint64
+
+//go:noescape
+func copySumAVX512(dst, src *byte, n int) uint64
+
+// sumWide sums a prefix of b (len(b) >= wideMin) with the vector loop
+// and returns the sum and how many bytes it covered: all of them with
+// AVX-512, the longest multiple of 64 with AVX2.
 func sumWide(b []byte) (uint64, int) {
+	if have512 {
+		return sumAVX512(&b[0], len(b)), len(b)
+	}
 	n := len(b) &^ 63
 	return sumAVX2(&b[0], n), n
 }
 
-// copySumWide copies and sums the longest multiple-of-64 prefix of src
-// (len(dst) >= len(src)).
+// copySumWide copies and sums a prefix of src as sumWide sums it
+// (len(dst) >= len(src) >= wideMin).
 func copySumWide(dst, src []byte) (uint64, int) {
+	if have512 {
+		_ = dst[len(src)-1]
+		return copySumAVX512(&dst[0], &src[0], len(src)), len(src)
+	}
 	n := len(src) &^ 63
 	_ = dst[n-1]
 	return copySumAVX2(&dst[0], &src[0], n), n

@@ -116,3 +116,155 @@ copydone:
 	REDUCE
 	MOVQ AX, ret+24(FP)
 	RET
+
+// The AVX-512 loops use the same lanes in 512-bit registers (eight
+// lanes a set) and take any length: the last 1–63 bytes go through a
+// byte-masked load, which zero-fills (and cannot fault) past the end,
+// and a byte-masked store. Zero bytes add nothing, and a byte's weight
+// modulo 2^16-1 depends only on whether its offset is even or odd, so
+// the padded block sums as the scalar tail would.
+
+// REDUCE512 turns Z0–Z3 into their total in AX.
+// (The lanes' X and H can be added up before X - H<<32 is taken: the
+// X sums wrap modulo 2^64 as before, and the H sums stay exact.)
+#define REDUCE512 \
+	VPADDQ Z2, Z0, Z0 \
+	VPADDQ Z3, Z1, Z1 \
+	VPSLLQ $32, Z1, Z4 \
+	VPSUBQ Z4, Z0, Z0 \
+	VPADDQ Z1, Z0, Z0 \
+	VEXTRACTI64X4 $1, Z0, Y1 \
+	VPADDQ Y1, Y0, Y0 \
+	VEXTRACTI128 $1, Y0, X1 \
+	VPADDQ X1, X0, X0 \
+	VMOVQ X0, AX \
+	VPEXTRQ $1, X0, BX \
+	ADDQ BX, AX \
+	VZEROUPPER
+
+// func sumAVX512(p *byte, n int) uint64
+TEXT ·sumAVX512(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+
+sum512x4:
+	CMPQ CX, $256
+	JB   sum512x1
+	VMOVDQU64 (SI), Z4
+	VMOVDQU64 64(SI), Z5
+	VMOVDQU64 128(SI), Z6
+	VMOVDQU64 192(SI), Z7
+	VPSRLQ $32, Z4, Z8
+	VPSRLQ $32, Z5, Z9
+	VPSRLQ $32, Z6, Z10
+	VPSRLQ $32, Z7, Z11
+	VPADDQ Z4, Z0, Z0
+	VPADDQ Z5, Z2, Z2
+	VPADDQ Z8, Z1, Z1
+	VPADDQ Z9, Z3, Z3
+	VPADDQ Z6, Z0, Z0
+	VPADDQ Z7, Z2, Z2
+	VPADDQ Z10, Z1, Z1
+	VPADDQ Z11, Z3, Z3
+	ADDQ $256, SI
+	SUBQ $256, CX
+	JMP  sum512x4
+
+sum512x1:
+	CMPQ CX, $64
+	JB   sum512tail
+	VMOVDQU64 (SI), Z4
+	VPSRLQ $32, Z4, Z8
+	VPADDQ Z4, Z0, Z0
+	VPADDQ Z8, Z1, Z1
+	ADDQ $64, SI
+	SUBQ $64, CX
+	JMP  sum512x1
+
+sum512tail:
+	TESTQ CX, CX
+	JZ    sum512done
+	MOVQ  $-1, AX
+	BZHIQ CX, AX, AX
+	KMOVQ AX, K1
+	VMOVDQU8.Z (SI), K1, Z4
+	VPSRLQ $32, Z4, Z8
+	VPADDQ Z4, Z2, Z2
+	VPADDQ Z8, Z3, Z3
+
+sum512done:
+	REDUCE512
+	MOVQ AX, ret+16(FP)
+	RET
+
+// func copySumAVX512(dst, src *byte, n int) uint64
+TEXT ·copySumAVX512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+
+copy512x4:
+	CMPQ CX, $256
+	JB   copy512x1
+	VMOVDQU64 (SI), Z4
+	VMOVDQU64 64(SI), Z5
+	VMOVDQU64 128(SI), Z6
+	VMOVDQU64 192(SI), Z7
+	VMOVDQU64 Z4, (DI)
+	VMOVDQU64 Z5, 64(DI)
+	VMOVDQU64 Z6, 128(DI)
+	VMOVDQU64 Z7, 192(DI)
+	VPSRLQ $32, Z4, Z8
+	VPSRLQ $32, Z5, Z9
+	VPSRLQ $32, Z6, Z10
+	VPSRLQ $32, Z7, Z11
+	VPADDQ Z4, Z0, Z0
+	VPADDQ Z5, Z2, Z2
+	VPADDQ Z8, Z1, Z1
+	VPADDQ Z9, Z3, Z3
+	VPADDQ Z6, Z0, Z0
+	VPADDQ Z7, Z2, Z2
+	VPADDQ Z10, Z1, Z1
+	VPADDQ Z11, Z3, Z3
+	ADDQ $256, SI
+	ADDQ $256, DI
+	SUBQ $256, CX
+	JMP  copy512x4
+
+copy512x1:
+	CMPQ CX, $64
+	JB   copy512tail
+	VMOVDQU64 (SI), Z4
+	VMOVDQU64 Z4, (DI)
+	VPSRLQ $32, Z4, Z8
+	VPADDQ Z4, Z0, Z0
+	VPADDQ Z8, Z1, Z1
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $64, CX
+	JMP  copy512x1
+
+copy512tail:
+	TESTQ CX, CX
+	JZ    copy512done
+	MOVQ  $-1, AX
+	BZHIQ CX, AX, AX
+	KMOVQ AX, K1
+	VMOVDQU8.Z (SI), K1, Z4
+	VMOVDQU8 Z4, K1, (DI)
+	VPSRLQ $32, Z4, Z8
+	VPADDQ Z4, Z2, Z2
+	VPADDQ Z8, Z3, Z3
+
+copy512done:
+	REDUCE512
+	MOVQ AX, ret+24(FP)
+	RET

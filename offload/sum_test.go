@@ -19,13 +19,29 @@ func randBytes(seed uint64, n int) []byte {
 	return b
 }
 
-func TestCopySumEveryLength(t *testing.T) {
+// eachImpl runs f once with each checksum loop this machine has.
+func eachImpl(t *testing.T, f func(t *testing.T)) {
+	for _, im := range implementations() {
+		t.Run(im.name, func(t *testing.T) {
+			defer im.use()()
+			f(t)
+		})
+	}
+}
+
+func TestCopySumEveryLength(t *testing.T) { eachImpl(t, testCopySumEveryLength) }
+
+func testCopySumEveryLength(t *testing.T) {
 	src := randBytes(5, 9010)
+	ones := bytes.Repeat([]byte{0xff}, 9010)
 	dst := make([]byte, 9010)
 	for n := 0; n <= 9001; n++ {
-		for _, off := range []int{0, 1, 3} {
+		for _, off := range []int{0, 1, 3, -1} {
 			clear(dst)
-			s := src[off : off+n]
+			s := src[max(off, 0) : max(off, 0)+n]
+			if off < 0 { // carries in every lane
+				off, s = 0, ones[:n]
+			}
 			got, acc := CopySum(dst[off:], s, 0)
 			if got != n || !bytes.Equal(dst[off:off+n], s) {
 				t.Fatalf("length %d offset %d: copied %d, bytes differ %v", n, off, got, !bytes.Equal(dst[off:off+n], s))
@@ -45,7 +61,9 @@ func TestCopySumEveryLength(t *testing.T) {
 	}
 }
 
-func TestSumOdd(t *testing.T) {
+func TestSumOdd(t *testing.T) { eachImpl(t, testSumOdd) }
+
+func testSumOdd(t *testing.T) {
 	b := randBytes(7, 4001)
 	for cut := 1; cut < len(b); cut += 2 {
 		acc := Add(Sum(b[:cut], 0), SumOdd(Sum(b[cut:], 0)))
@@ -124,20 +142,23 @@ func FuzzChecksum(f *testing.F) {
 	})
 }
 
-var benchSizes = []int{64, 576, 1500, 9000}
+var benchSizes = []int{64, 128, 256, 576, 1500, 9000}
 
 // BenchmarkChecksum compares Checksum with the checksum package of the
 // netstack ustack carries, in the same run.
 func BenchmarkChecksum(b *testing.B) {
 	for _, n := range benchSizes {
 		buf := randBytes(uint64(n), n)
-		b.Run("ustack/"+strconv.Itoa(n), func(b *testing.B) {
-			b.SetBytes(int64(n))
-			b.ReportAllocs()
-			for b.Loop() {
-				Checksum(buf)
-			}
-		})
+		for _, im := range implementations() {
+			b.Run("ustack-"+im.name+"/"+strconv.Itoa(n), func(b *testing.B) {
+				defer im.use()()
+				b.SetBytes(int64(n))
+				b.ReportAllocs()
+				for b.Loop() {
+					Checksum(buf)
+				}
+			})
+		}
 		b.Run("gvisor/"+strconv.Itoa(n), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			b.ReportAllocs()
@@ -153,13 +174,16 @@ func BenchmarkChecksum(b *testing.B) {
 func BenchmarkCopySum(b *testing.B) {
 	for _, n := range benchSizes {
 		src, dst := randBytes(uint64(n), n), make([]byte, 4096+n)
-		b.Run("copysum/"+strconv.Itoa(n), func(b *testing.B) {
-			b.SetBytes(int64(n))
-			b.ReportAllocs()
-			for b.Loop() {
-				CopySum(dst, src, 0)
-			}
-		})
+		for _, im := range implementations() {
+			b.Run("copysum-"+im.name+"/"+strconv.Itoa(n), func(b *testing.B) {
+				defer im.use()()
+				b.SetBytes(int64(n))
+				b.ReportAllocs()
+				for b.Loop() {
+					CopySum(dst, src, 0)
+				}
+			})
+		}
 		b.Run("copy/"+strconv.Itoa(n), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			b.ReportAllocs()
@@ -186,15 +210,18 @@ func BenchmarkCopySumUMEM(b *testing.B) {
 	umem := make([]byte, frame*frames)
 	for _, n := range benchSizes {
 		src := randBytes(uint64(n), n)
-		b.Run("copysum/"+strconv.Itoa(n), func(b *testing.B) {
-			b.SetBytes(int64(n))
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				CopySum(umem[i*frame:], src, 0)
-				i = (i + 1) % frames
-			}
-		})
+		for _, im := range implementations() {
+			b.Run("copysum-"+im.name+"/"+strconv.Itoa(n), func(b *testing.B) {
+				defer im.use()()
+				b.SetBytes(int64(n))
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					CopySum(umem[i*frame:], src, 0)
+					i = (i + 1) % frames
+				}
+			})
+		}
 		b.Run("copy/"+strconv.Itoa(n), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			b.ReportAllocs()
@@ -205,4 +232,11 @@ func BenchmarkCopySumUMEM(b *testing.B) {
 			}
 		})
 	}
+}
+
+// sumImpl names one of the checksum loops; use selects it and returns a
+// function that restores the default.
+type sumImpl struct {
+	name string
+	use  func() (restore func())
 }

@@ -1,0 +1,66 @@
+//go:build amd64 && !purego
+
+package offload
+
+import (
+	"bytes"
+	"testing"
+
+	"golang.org/x/sys/cpu"
+	"golang.org/x/sys/unix"
+)
+
+// implementations lists the checksum loops this machine can run, each
+// with a function that selects it, for tests and benchmarks; the
+// returned function restores the default.
+func implementations() []sumImpl {
+	set := func(wide, avx512 bool) func() func() {
+		return func() func() {
+			w, a, m := haveWide, have512, wideMin
+			haveWide, have512, wideMin = wide, avx512, wideMinFor(avx512)
+			return func() { haveWide, have512, wideMin = w, a, m }
+		}
+	}
+	impls := []sumImpl{{"scalar", set(false, false)}}
+	if cpu.X86.HasAVX2 {
+		impls = append(impls, sumImpl{"avx2", set(true, false)})
+	}
+	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasBMI2 {
+		impls = append(impls, sumImpl{"avx512", set(true, true)})
+	}
+	return impls
+}
+
+// TestWideLoopsStayInBounds puts the data at the end of a page followed
+// by an inaccessible one: the vector loops (the AVX-512 ones read and
+// write their last block through byte masks) must neither fault nor
+// write past the end.
+func TestWideLoopsStayInBounds(t *testing.T) {
+	page := unix.Getpagesize()
+	mem, err := unix.Mmap(-1, 0, 4*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	if err := unix.Mprotect(mem[page:2*page], unix.PROT_NONE); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mprotect(mem[3*page:], unix.PROT_NONE); err != nil {
+		t.Fatal(err)
+	}
+	srcPage, dstPage := mem[:page], mem[2*page:3*page]
+	eachImpl(t, func(t *testing.T) {
+		for n := 0; n <= 300; n++ {
+			src, dst := srcPage[page-n:], dstPage[page-n:]
+			for i := range src {
+				src[i] = byte(i*7 + n)
+			}
+			if got, want := Checksum(src), reference(src); got != want {
+				t.Fatalf("length %d: Checksum %#04x, reference %#04x", n, got, want)
+			}
+			if c, acc := CopySum(dst, src, 0); c != n || !bytes.Equal(dst, src) || ^Fold(acc) != reference(src) {
+				t.Fatalf("length %d: CopySum copied %d, sum %#04x", n, c, ^Fold(acc))
+			}
+		}
+	})
+}
