@@ -45,7 +45,7 @@ type contender struct {
 	// when named in -contenders.
 	Upstream bool
 	// Offload is the ustack server's offload setting (serve's -offload):
-	// "" for the defaults, "no-gro", "gso" or "no-tx-checksum" (run only
+	// "" for the defaults, "no-gro", "no-gso" or "no-tx-checksum" (run only
 	// when named in -contenders).
 	Offload string
 	// Delay is the floor's busy-waited processing time per batch of
@@ -74,7 +74,7 @@ var allContenders = []contender{
 	// running TCP to completion on the worker and delaying ACKs buy.
 	// ustack with one offload changed: what each buys in bulk transfers.
 	{Name: "ustack-no-gro", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "no-gro"},
-	{Name: "ustack-gso", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "gso"},
+	{Name: "ustack-no-gso", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "no-gso"},
 	{Name: "ustack-no-tx-checksum", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "no-tx-checksum"},
 	// The floor answering 1, 2 and 4 µs late: with a Go client on the
 	// kernel's TCP/UDP, a reply that comes after the client's thread went

@@ -80,8 +80,8 @@ func startServer(contender, iface, poll string, port uint16, upstream bool, offl
 		}
 		switch offload {
 		case "":
-		case "gso":
-			cfg.GSO = true
+		case "no-gso":
+			cfg.NoGSO = true
 		case "no-tx-checksum":
 			cfg.NoTxChecksum = true
 		case "no-gro":

@@ -72,7 +72,7 @@ type endpoint struct {
 	trustRx    bool
 	partialOK  bool      // accept offload.Partial checksums (a veth peer)
 	txCsum     bool      // TX checksums computed in the copy (Config.NoTxChecksum unset)
-	gso        bool      // TCP segmentation offload (Config.GSO)
+	gso        bool      // TCP segmentation offload (not Config.NoGSO)
 	gro        bool      // receive coalescing (Config.NoGRO unset)
 	handOff    bool      // Config.HandOffTCP
 	fast       *fastPath // early demux, set by newStack (nil: none)
@@ -95,7 +95,7 @@ func newEndpoint(ios []frameIO, link linkInfo, cfg *Config) *endpoint {
 	if !cfg.NoTxChecksum {
 		e.txCsum = true
 		e.caps |= gstack.CapabilityTXChecksumOffload
-		e.gso = cfg.GSO
+		e.gso = !cfg.NoGSO
 	}
 	if cfg.Trace {
 		e.trace = newTracer()

@@ -273,3 +273,33 @@ func TestMemProbeAfterUnansweredTLP(t *testing.T) {
 	sendAndCheck(t, c, got, bytes.Repeat([]byte("tlp!"), size/4))
 	checkProbed(t, mp, l, before)
 }
+
+// TestMemGSOLossInsideBurst loses the ninth of ten frames that netstack
+// sent as one GSO packet (the whole write, within the initial window).
+// The receiver SACKs the tenth: one duplicate ACK, too few for a fast
+// retransmission, so RACK must find the loss from that SACK. netstack
+// used to keep the sent segment whole and mark it SACKed or not as a
+// unit, and compared RACK's transmit order backwards for segments sent
+// at the same instant (every frame of a burst), so the hole waited for
+// the tail loss probe or the retransmission timeout.
+func TestMemGSOLossInsideBurst(t *testing.T) {
+	mp := newMemPairCfg(t, Adaptive, func(*Config) {}, func(c *Config) { c.NoGRO = true })
+	const port, size = 5004, 10 * 1420
+	mp.pa.setDrop(dropFirstSends(port, func(rel uint32) bool { return rel == 8*1420 }))
+	c, got := lossPair(t, mp, port, size)
+	before := mp.a.Stats()
+	sendAndCheck(t, c, got, bytes.Repeat([]byte("gso!"), size/4))
+	after := mp.a.Stats()
+	if q := after.Queues[0]; q.TxFrames-q.TxPackets < 5 {
+		t.Fatalf("%d packets in %d frames: the write did not go as a GSO packet", q.TxPackets, q.TxFrames)
+	}
+	if n := after.TCPTimeouts - before.TCPTimeouts; n != 0 {
+		t.Errorf("recovered by %d retransmission timeouts", n)
+	}
+	if n := after.TCPTLPRecoveries - before.TCPTLPRecoveries; n != 0 {
+		t.Errorf("recovered by %d tail loss probes; want RACK to find the loss from the SACK", n)
+	}
+	if n := after.TCPRetransmits - before.TCPRetransmits; n != 1 {
+		t.Errorf("%d segments retransmitted, want 1: the frame lost", n)
+	}
+}

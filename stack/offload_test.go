@@ -22,11 +22,10 @@ var offloadConfigs = []struct {
 	set      func(*Config)
 	gso, gro bool // in use
 }{
-	{"default", func(*Config) {}, false, true},
-	{"gso", func(c *Config) { c.GSO = true }, true, true},
-	{"no-gro", func(c *Config) { c.NoGRO = true }, false, false},
+	{"default", func(*Config) {}, true, true},
+	{"no-gso", func(c *Config) { c.NoGSO = true }, false, true},
+	{"no-gro", func(c *Config) { c.NoGRO = true }, true, false},
 	{"no-tx-checksum", func(c *Config) { c.NoTxChecksum = true }, false, true},
-	{"gso-but-no-tx-checksum", func(c *Config) { c.GSO, c.NoTxChecksum = true, true }, false, true},
 }
 
 // frameChecker checks every frame a stack transmits, as a tap on the

@@ -48,10 +48,10 @@ func main() {
 
 // stackFlags are the flags that configure ustack.
 type stackFlags struct {
-	which, iface, addrs, poll string
-	queues                    int
-	pin                       bool
-	noTxChecksum, gso, noGRO  bool
+	which, iface, addrs, poll  string
+	queues                     int
+	pin                        bool
+	noTxChecksum, noGSO, noGRO bool
 }
 
 func (f *stackFlags) register(fs *flag.FlagSet) {
@@ -61,8 +61,8 @@ func (f *stackFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.poll, "poll", "adaptive", "worker polling `policy`: spin, adaptive or blocking")
 	fs.IntVar(&f.queues, "queues", 1, "interface queues (and workers) ustack serves")
 	fs.BoolVar(&f.pin, "pin", false, "pin each ustack worker to a CPU")
-	fs.BoolVar(&f.noTxChecksum, "no-tx-checksum", false, "let netstack compute TX checksums instead of the copy into UMEM (no -gso then)")
-	fs.BoolVar(&f.gso, "gso", false, "TCP segmentation offload: netstack sends packets up to 64 KiB, cut into frames in the copy (faster bulk sends; slow loss recovery)")
+	fs.BoolVar(&f.noTxChecksum, "no-tx-checksum", false, "let netstack compute TX checksums instead of the copy into UMEM (no GSO then)")
+	fs.BoolVar(&f.noGSO, "no-gso", false, "turn TCP segmentation offload off: netstack then sends one MSS per packet instead of up to 64 KiB cut into frames in the copy")
 	fs.BoolVar(&f.noGRO, "no-gro", false, "no receive coalescing: netstack sees every TCP segment as received")
 }
 
@@ -91,7 +91,7 @@ func (f *stackFlags) config() (stack.Config, error) {
 		return stack.Config{}, fmt.Errorf("-queues %d: want at least 1", f.queues)
 	}
 	return stack.Config{Interface: f.iface, Addrs: prefixes, Poll: poll, Queues: f.queues, Pin: f.pin,
-		NoTxChecksum: f.noTxChecksum, GSO: f.gso, NoGRO: f.noGRO}, nil
+		NoTxChecksum: f.noTxChecksum, NoGSO: f.noGSO, NoGRO: f.noGRO}, nil
 }
 
 func checkRoot() error {

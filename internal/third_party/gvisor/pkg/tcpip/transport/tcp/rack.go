@@ -463,7 +463,13 @@ func (rc *rackControl) detectLoss(rcvTime tcpip.MonotonicTime) int {
 		}
 
 		endSeq := seg.sequenceNumber.Add(seqnum.Size(seg.payloadSize()))
-		if seg.xmitTime.Before(rc.XmitTime) || (seg.xmitTime == rc.XmitTime && rc.EndSequence.LessThan(endSeq)) {
+		// ustack: RFC 8985 section 6.2 step 5, RACK_sent_after: the
+		// segment was sent before RACK's if earlier, or at the same time
+		// and ending below it (the pieces of one GSO burst share their
+		// transmit time). Upstream compared the sequence numbers the
+		// other way round, which let a lost piece below a delivered one
+		// wait for a probe or the RTO.
+		if seg.xmitTime.Before(rc.XmitTime) || (seg.xmitTime == rc.XmitTime && endSeq.LessThan(rc.EndSequence)) {
 			timeRemaining := seg.xmitTime.Sub(rcvTime) + rc.RTT + rc.ReoWnd
 			if timeRemaining <= 0 {
 				seg.lost = true

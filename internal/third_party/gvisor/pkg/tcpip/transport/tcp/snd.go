@@ -725,6 +725,10 @@ func (s *sender) splitSeg(seg *segment, size int) {
 	}
 	// Split this segment up.
 	nSeg := seg.clone()
+	// ustack: the rest of a segment RACK marked lost is lost too (clone
+	// does not copy the mark): a lost GSO segment retransmitted one MSS
+	// at a time must keep its remainder marked for DoRecovery.
+	nSeg.lost = seg.lost
 	nSeg.pkt.Data().TrimFront(size)
 	nSeg.sequenceNumber.UpdateForward(seqnum.Size(size))
 	s.writeList.InsertAfter(seg, nSeg)
@@ -1414,6 +1418,24 @@ func (s *sender) walkSACK(rcvdSeg *segment) bool {
 	seg := s.writeList.Front()
 	for _, sb := range sackBlocks {
 		for seg != nil && seg.sequenceNumber.LessThan(sb.End) && seg.xmitCount != 0 {
+			// ustack: a sent segment larger than the MSS (a GSO
+			// segment, sent as several frames) may be partly SACKed:
+			// split it at the block's edges, as Linux's tcp_sacktag
+			// fragments skbs, so that only what the block covers is
+			// marked and the rest stays for RACK to find lost.
+			if !seg.acked {
+				end := seg.sequenceNumber.Add(seqnum.Size(seg.payloadSize()))
+				if seg.sequenceNumber.LessThan(sb.Start) && sb.Start.LessThan(end) {
+					s.splitSeg(seg, int(sb.Start-seg.sequenceNumber))
+					seg.flags &^= header.TCPFlagPsh
+					seg = seg.Next()
+					continue
+				}
+				if sb.Start.LessThanEq(seg.sequenceNumber) && sb.End.LessThan(end) {
+					s.splitSeg(seg, int(sb.End-seg.sequenceNumber))
+					seg.flags &^= header.TCPFlagPsh
+				}
+			}
 			if sb.Start.LessThanEq(seg.sequenceNumber) && !seg.acked {
 				s.rc.update(seg, rcvdSeg)
 				s.rc.detectReorder(seg)
