@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/echo"
+	"github.com/ustack-dev/ustack/internal/perftest"
 	"github.com/ustack-dev/ustack/qp"
 	"github.com/ustack-dev/ustack/stack"
 	"github.com/ustack-dev/ustack/vethtest"
@@ -22,7 +23,7 @@ import (
 type contender struct {
 	name     string
 	lat      map[string][]time.Duration
-	bw       result
+	bw       perftest.Result
 	tcpRTT   time.Duration // TCP ping-pong p50, same size
 	tcpBulk  float64       // MiB/s
 	qpLn     net.Listener
@@ -39,15 +40,15 @@ func runDemo(ctx context.Context, args []string) error {
 	bwIters := fs.Int("bw-iters", 5000, "write_bw `iterations`")
 	duration := fs.Duration("duration", 2*time.Second, "TCP ping-pong and bulk `time` per stack")
 	pollFlag := fs.String("poll", "adaptive", "ustack worker polling `policy`: spin, adaptive or blocking (adaptive measured faster for queue pairs on 2 CPUs: a spinning worker takes the CPU their goroutines need)")
-	fs.IntVar(&spinLimit, "spin", spinLimit, "`checks` of memory or a CQ before a waiter blocks")
+	fs.IntVar(&perftest.SpinLimit, "spin", perftest.SpinLimit, "`checks` of memory or a CQ before a waiter blocks")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *duration <= 0 || *duration > 10*time.Minute {
 		return fmt.Errorf("-duration %v: want (0, 10m]", *duration)
 	}
-	for _, p := range []params{{test: "write_lat", size: *size, iters: *iters}, {test: "write_bw", size: *bwSize, iters: *bwIters}} {
-		if err := p.validate(); err != nil {
+	for _, p := range []perftest.Params{{Test: "write_lat", Size: *size, Iters: *iters}, {Test: "write_bw", Size: *bwSize, Iters: *bwIters}} {
+		if err := p.Validate(); err != nil {
 			return err
 		}
 	}
@@ -81,10 +82,10 @@ func runDemo(ctx context.Context, args []string) error {
 	measure := func(c *contender) error {
 		c.lat = map[string][]time.Duration{}
 		l := qp.NewListener(c.qpLn)
-		run := func(prm params) (result, error) {
+		run := func(prm perftest.Params) (perftest.Result, error) {
 			errc := make(chan error, 1)
-			go func() { _, err := serveOne(ctx, l); errc <- err }()
-			r, err := clientRun(ctx, dial(c.qpLn.Addr().String()), prm)
+			go func() { _, err := perftest.Serve(ctx, l); errc <- err }()
+			r, err := perftest.Run(ctx, dial(c.qpLn.Addr().String()), prm)
 			if serr := <-errc; err == nil && serr != nil {
 				err = fmt.Errorf("server: %w", serr)
 			}
@@ -92,23 +93,23 @@ func runDemo(ctx context.Context, args []string) error {
 		}
 		fmt.Printf("%-7s", c.name)
 		for _, test := range latTests {
-			prm := params{test: test, size: *size, iters: *iters}
+			prm := perftest.Params{Test: test, Size: *size, Iters: *iters}
 			if test == "atomic_lat" {
-				prm.size = 8
+				prm.Size = 8
 			}
 			r, err := run(prm)
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", c.name, test, err)
 			}
-			c.lat[test] = r.lat
-			fmt.Printf(" %s %s;", test, fmtUS(median(r.lat)))
+			c.lat[test] = r.Lat
+			fmt.Printf(" %s %s;", test, fmtUS(median(r.Lat)))
 		}
-		r, err := run(params{test: "write_bw", size: *bwSize, iters: *bwIters})
+		r, err := run(perftest.Params{Test: "write_bw", Size: *bwSize, Iters: *bwIters})
 		if err != nil {
 			return fmt.Errorf("%s write_bw: %w", c.name, err)
 		}
 		c.bw = r
-		fmt.Printf(" write_bw %.0f MiB/s;", float64(r.bytes)/r.elapsed.Seconds()/(1<<20))
+		fmt.Printf(" write_bw %.0f MiB/s;", float64(r.Bytes)/r.Elapsed.Seconds()/(1<<20))
 		conn, err := dial(c.echoLn.Addr().String())(ctx)
 		if err != nil {
 			return err
@@ -194,23 +195,23 @@ func runDemo(ctx context.Context, args []string) error {
 
 	for _, c := range []*contender{kernel, ustack} {
 		fmt.Printf("\n%s TCP server, queue pairs (perftest columns; *_lat of write and send are half the round trip, as perftest reports):\n", c.name)
-		fmt.Println(" test       " + latHeader)
+		fmt.Println(" test       " + perftest.LatHeader)
 		for _, test := range latTests {
 			sz := *size
 			if test == "atomic_lat" {
 				sz = 8
 			}
-			fmt.Printf(" %-10s %s\n", test, latRow(sz, *iters, c.lat[test]))
+			fmt.Printf(" %-10s %s\n", test, perftest.LatRow(sz, *iters, c.lat[test]))
 		}
-		fmt.Println(" test       " + bwHeader)
-		fmt.Printf(" %-10s %s\n", "write_bw", bwRow(*bwSize, *bwIters, c.bw))
+		fmt.Println(" test       " + perftest.BwHeader)
+		fmt.Printf(" %-10s %s\n", "write_bw", perftest.BwRow(*bwSize, *bwIters, c.bw))
 	}
 	fmt.Println()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "server\twrite_lat RTT p50\tTCP ping-pong RTT p50\tratio\twrite_bw MiB/s\tTCP bulk MiB/s\tratio\t\n")
 	for _, c := range []*contender{kernel, ustack} {
 		rtt := 2 * median(c.lat["write_lat"])
-		bw := float64(c.bw.bytes) / c.bw.elapsed.Seconds() / (1 << 20)
+		bw := float64(c.bw.Bytes) / c.bw.Elapsed.Seconds() / (1 << 20)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%.0f\t%.0f\t%.2f\t\n", c.name, fmtUS(rtt), fmtUS(c.tcpRTT),
 			float64(rtt)/float64(c.tcpRTT), bw, c.tcpBulk, bw/c.tcpBulk)
 	}

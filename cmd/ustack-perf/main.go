@@ -20,11 +20,10 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ustack-dev/ustack/internal/cli"
+	"github.com/ustack-dev/ustack/internal/perftest"
 	"github.com/ustack-dev/ustack/qp"
 	"github.com/ustack-dev/ustack/stack"
 )
@@ -56,7 +55,7 @@ func (f *stackFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.iface, "iface", "", "interface ustack attaches to (-stack ustack)")
 	fs.StringVar(&f.addrs, "addr", "", "comma-separated `prefixes` ustack owns, e.g. 198.18.0.10/24 (-stack ustack)")
 	fs.StringVar(&f.poll, "poll", "spin", "ustack worker polling `policy`: spin, adaptive or blocking")
-	fs.IntVar(&spinLimit, "spin", spinLimit, "`checks` of memory or a CQ before a waiter blocks")
+	fs.IntVar(&perftest.SpinLimit, "spin", perftest.SpinLimit, "`checks` of memory or a CQ before a waiter blocks")
 }
 
 // open returns ustack (nil for the kernel) as the flags ask.
@@ -115,7 +114,7 @@ func runServer(ctx context.Context, args []string) error {
 	fmt.Printf("serving queue-pair tests on %v (%s TCP)\n", ln.Addr(), sf.which)
 	l := qp.NewListener(ln)
 	for {
-		prm, err := serveOne(ctx, l)
+		prm, err := perftest.Serve(ctx, l)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -123,35 +122,8 @@ func runServer(ctx context.Context, args []string) error {
 			fmt.Fprintf(os.Stderr, "ustack-perf: %v\n", err)
 			continue
 		}
-		fmt.Printf("served %s, %d bytes × %d\n", prm.test, prm.size, prm.iters)
+		fmt.Printf("served %s, %d bytes × %d\n", prm.Test, prm.Size, prm.Iters)
 	}
-}
-
-// serveOne accepts one test connection and serves it.
-func serveOne(ctx context.Context, l *qp.Listener) (params, error) {
-	req, err := l.Accept(ctx)
-	if err != nil {
-		return params{}, err
-	}
-	prm, err := parseParams(req.PrivateData())
-	if err != nil {
-		req.Reject([]byte(err.Error()))
-		return prm, err
-	}
-	p, err := newPeer(ctx, prm.size)
-	if err != nil {
-		req.Reject([]byte(err.Error()))
-		return prm, err
-	}
-	defer p.q.Close()
-	p.rkey = prm.rkey
-	if err := req.Accept(p.q, []byte("ustack-perf rkey="+strconv.FormatUint(uint64(p.mr.Key()), 10))); err != nil {
-		return prm, err
-	}
-	if err := runServerTest(p, prm); err != nil {
-		return prm, fmt.Errorf("%s: %w", prm.test, err)
-	}
-	return prm, nil
 }
 
 func runClient(ctx context.Context, args []string) error {
@@ -159,7 +131,7 @@ func runClient(ctx context.Context, args []string) error {
 	var sf stackFlags
 	sf.register(fs)
 	connect := fs.String("connect", "", "server `address`")
-	test := fs.String("test", "write_lat", "`test`: "+strings.Join(testNames, ", "))
+	test := fs.String("test", "write_lat", "`test`: "+strings.Join(perftest.TestNames, ", "))
 	size := fs.Int("size", 64, "message `bytes`")
 	iters := fs.Int("iters", 10000, "`iterations`")
 	if err := fs.Parse(args); err != nil {
@@ -168,8 +140,8 @@ func runClient(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 || *connect == "" {
 		return errors.New("client needs -connect and no arguments")
 	}
-	prm := params{test: *test, size: *size, iters: *iters}
-	if err := prm.validate(); err != nil {
+	prm := perftest.Params{Test: *test, Size: *size, Iters: *iters}
+	if err := prm.Validate(); err != nil {
 		return err
 	}
 	s, err := sf.open()
@@ -185,7 +157,7 @@ func runClient(ctx context.Context, args []string) error {
 		}
 		return (&net.Dialer{}).DialContext(ctx, "tcp", *connect)
 	}
-	r, err := clientRun(ctx, dial, prm)
+	r, err := perftest.Run(ctx, dial, prm)
 	if err != nil {
 		return err
 	}
@@ -193,45 +165,14 @@ func runClient(ctx context.Context, args []string) error {
 	return nil
 }
 
-// clientRun connects and runs prm as the client.
-func clientRun(ctx context.Context, dial func(context.Context) (net.Conn, error), prm params) (result, error) {
-	p, err := newPeer(ctx, prm.size)
-	if err != nil {
-		return result{}, err
-	}
-	defer p.q.Close()
-	prm.rkey = p.mr.Key()
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	c, err := dial(cctx)
-	if err != nil {
-		return result{}, err
-	}
-	reply, err := p.q.Connect(cctx, c, prm.encode())
-	if err != nil {
-		return result{}, err
-	}
-	k, ok := strings.CutPrefix(string(reply), "ustack-perf rkey=")
-	n, perr := strconv.ParseUint(k, 10, 32)
-	if !ok || perr != nil {
-		return result{}, fmt.Errorf("server reply %q", reply)
-	}
-	p.rkey = uint32(n)
-	r, err := runClientTest(p, prm)
-	if err != nil {
-		return r, fmt.Errorf("%s: %w", prm.test, err)
-	}
-	return r, nil
-}
-
-func printResult(prm params, r result) {
+func printResult(prm perftest.Params, r perftest.Result) {
 	fmt.Println(strings.Repeat("-", 100))
-	if r.lat != nil {
-		fmt.Println(latHeader)
-		fmt.Println(latRow(prm.size, prm.iters, r.lat))
+	if r.Lat != nil {
+		fmt.Println(perftest.LatHeader)
+		fmt.Println(perftest.LatRow(prm.Size, prm.Iters, r.Lat))
 	} else {
-		fmt.Println(bwHeader)
-		fmt.Println(bwRow(prm.size, prm.iters, r))
+		fmt.Println(perftest.BwHeader)
+		fmt.Println(perftest.BwRow(prm.Size, prm.Iters, r))
 	}
 	fmt.Println(strings.Repeat("-", 100))
 }

@@ -1,10 +1,17 @@
-package main
+// Package perftest is ustack-perf's measurements, after perftest's
+// ib_write_lat, ib_send_lat, ib_read_lat, ib_atomic_lat, ib_write_bw and
+// ib_send_bw, over ustack's queue pairs: the client (Run) drives, the
+// server (Serve) takes its part from the parameters in the connect
+// request's private data. The benchmark (bench/) runs write_lat beside
+// its TCP ping-pong.
+package perftest
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"runtime"
 	"slices"
 	"strconv"
@@ -18,22 +25,22 @@ import (
 // ib_atomic_lat, ib_write_bw and ib_send_bw. The client drives; the
 // server takes its part from the parameters in the connect request's
 // private data.
-var testNames = []string{"write_lat", "send_lat", "read_lat", "atomic_lat", "write_bw", "send_bw"}
+var TestNames = []string{"write_lat", "send_lat", "read_lat", "atomic_lat", "write_bw", "send_bw"}
 
-// params travel in the MPA request's private data.
-type params struct {
-	test  string
-	size  int
-	iters int
+// Params are a test's; they travel in the MPA request's private data.
+type Params struct {
+	Test  string // one of TestNames
+	Size  int    // message bytes
+	Iters int    // measured iterations (after a warm-up of 100)
 	rkey  uint32 // the sender's region
 }
 
-func (p params) encode() []byte {
-	return []byte(fmt.Sprintf("ustack-perf test=%s size=%d iters=%d rkey=%d", p.test, p.size, p.iters, p.rkey))
+func (prm Params) encode() []byte {
+	return []byte(fmt.Sprintf("ustack-perf test=%s size=%d iters=%d rkey=%d", prm.Test, prm.Size, prm.Iters, prm.rkey))
 }
 
-func parseParams(b []byte) (params, error) {
-	var p params
+func parseParams(b []byte) (Params, error) {
+	var p Params
 	f := strings.Fields(string(b))
 	if len(f) != 5 || f[0] != "ustack-perf" {
 		return p, fmt.Errorf("not a ustack-perf request: %q", b)
@@ -42,7 +49,7 @@ func parseParams(b []byte) (params, error) {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case "test":
-			p.test = v
+			p.Test = v
 		default:
 			n, err := strconv.ParseUint(v, 10, 32)
 			if err != nil {
@@ -50,29 +57,29 @@ func parseParams(b []byte) (params, error) {
 			}
 			switch k {
 			case "size":
-				p.size = int(n)
+				p.Size = int(n)
 			case "iters":
-				p.iters = int(n)
+				p.Iters = int(n)
 			case "rkey":
 				p.rkey = uint32(n)
 			}
 		}
 	}
-	return p, p.validate()
+	return p, p.Validate()
 }
 
-func (p params) validate() error {
-	if !slices.Contains(testNames, p.test) {
-		return fmt.Errorf("test %q: want one of %s", p.test, strings.Join(testNames, ", "))
+func (prm Params) Validate() error {
+	if !slices.Contains(TestNames, prm.Test) {
+		return fmt.Errorf("test %q: want one of %s", prm.Test, strings.Join(TestNames, ", "))
 	}
-	if p.size < 1 || p.size > 1<<20 {
-		return fmt.Errorf("size %d: want 1..1048576", p.size)
+	if prm.Size < 1 || prm.Size > 1<<20 {
+		return fmt.Errorf("size %d: want 1..1048576", prm.Size)
 	}
-	if p.test == "atomic_lat" && p.size != 8 {
+	if prm.Test == "atomic_lat" && prm.Size != 8 {
 		return errors.New("atomic_lat works on 8 bytes: -size 8")
 	}
-	if p.iters < 1 || p.iters > 100_000_000 {
-		return fmt.Errorf("iters %d: want 1..10^8", p.iters)
+	if prm.Iters < 1 || prm.Iters > 100_000_000 {
+		return fmt.Errorf("iters %d: want 1..10^8", prm.Iters)
 	}
 	return nil
 }
@@ -133,15 +140,16 @@ func newPeer(ctx context.Context, size int) (*peer, error) {
 	return p, nil
 }
 
-// spinLimit is how many times a waiter checks before it blocks (-spin).
+// SpinLimit is how many times a waiter checks memory or a CQ before it
+// blocks (ustack-perf -spin).
 // Spinning longer only helps when a CPU is free for the queue pair's
 // goroutines; on a small machine blocking lets them run.
-var spinLimit = 64
+var SpinLimit = 64
 
-// waitFor returns once cond holds: it checks spinLimit times, then blocks
+// waitFor returns once cond holds: it checks SpinLimit times, then blocks
 // on ch (a CQ's or the queue pair's notification) between checks.
 func (p *peer) waitFor(cond func() bool, ch func() <-chan struct{}) error {
-	for i := 0; i < spinLimit; i++ {
+	for i := 0; i < SpinLimit; i++ {
 		if cond() {
 			return nil
 		}
@@ -214,31 +222,31 @@ func (p *peer) sendSGE() []qp.SGE {
 	return []qp.SGE{{Offset: 0, Len: uint32(p.lay.size), Key: p.mr.Key()}}
 }
 
-// result is what a test measured on the client.
-type result struct {
-	lat      []time.Duration // per iteration (latency tests)
-	bytes    int64           // bw tests
-	elapsed  time.Duration
-	peakMiBs float64
+// Result is what a test measured on the client.
+type Result struct {
+	Lat      []time.Duration // per iteration (latency tests)
+	Bytes    int64           // bw tests
+	Elapsed  time.Duration
+	PeakMiBs float64
 }
 
 // runClient runs the client's side of test over a connected peer.
-func runClientTest(p *peer, prm params) (result, error) {
-	var r result
-	total := prm.iters + warmup
-	switch prm.test {
+func runClientTest(p *peer, prm Params) (Result, error) {
+	var r Result
+	total := prm.Iters + warmup
+	switch prm.Test {
 	case "write_lat", "send_lat":
-		if prm.test == "send_lat" {
+		if prm.Test == "send_lat" {
 			if err := p.postRecvs(rxDepth); err != nil {
 				return r, err
 			}
 		}
-		r.lat = make([]time.Duration, 0, prm.iters)
+		r.Lat = make([]time.Duration, 0, prm.Iters)
 		for i := 0; i < total; i++ {
 			v := byte(i%255) + 1
 			p.buf[p.lay.size-1] = v
 			start := time.Now()
-			if prm.test == "write_lat" {
+			if prm.Test == "write_lat" {
 				wr := qp.SendWR{Op: qp.WRWrite, SGL: p.sendSGE(), RemoteKey: p.rkey, RemoteOffset: uint64(p.lay.recvOff)}
 				if err := p.postSend(wr); err != nil {
 					return r, err
@@ -258,13 +266,13 @@ func runClientTest(p *peer, prm params) (result, error) {
 				}
 			}
 			if i >= warmup {
-				r.lat = append(r.lat, time.Since(start)/2) // perftest: half the round trip
+				r.Lat = append(r.Lat, time.Since(start)/2) // perftest: half the round trip
 			}
 		}
 	case "read_lat", "atomic_lat":
-		r.lat = make([]time.Duration, 0, prm.iters)
+		r.Lat = make([]time.Duration, 0, prm.Iters)
 		wr := qp.SendWR{Op: qp.WRRead, Flags: qp.Signaled, SGL: p.sendSGE(), RemoteKey: p.rkey, RemoteOffset: uint64(p.lay.recvOff)}
-		if prm.test == "atomic_lat" {
+		if prm.Test == "atomic_lat" {
 			wr.Op, wr.CompareAdd = qp.WRFetchAdd, 1
 		}
 		for i := 0; i < total; i++ {
@@ -276,7 +284,7 @@ func runClientTest(p *peer, prm params) (result, error) {
 				return r, err
 			}
 			if i >= warmup {
-				r.lat = append(r.lat, time.Since(start))
+				r.Lat = append(r.Lat, time.Since(start))
 			}
 		}
 	case "write_bw", "send_bw":
@@ -292,19 +300,19 @@ func runClientTest(p *peer, prm params) (result, error) {
 // clientBW streams iters messages with txDepth in flight, one signaled in
 // cqMod, and ends with a zero-length Read: its response proves every
 // Write before it reached the server's memory.
-func clientBW(p *peer, prm params) (result, error) {
-	var r result
+func clientBW(p *peer, prm Params) (Result, error) {
+	var r Result
 	credit := func() uint64 { return loadUint64(&p.buf[p.lay.creditOff]) }
 	wr := qp.SendWR{Op: qp.WRWrite, SGL: p.sendSGE(), RemoteKey: p.rkey, RemoteOffset: uint64(p.lay.recvOff)}
-	if prm.test == "send_bw" {
+	if prm.Test == "send_bw" {
 		wr = qp.SendWR{Op: qp.WRSend, SGL: p.sendSGE()}
 	}
 	// Completion times of every cqMod'th message, for the peak.
-	marks := make([]time.Time, 0, prm.iters/cqMod+2)
+	marks := make([]time.Time, 0, prm.Iters/cqMod+2)
 	start := time.Now()
 	marks = append(marks, start)
 	inflight := 0
-	for i := 0; i < prm.iters; i++ {
+	for i := 0; i < prm.Iters; i++ {
 		for inflight >= txDepth {
 			wc, err := p.poll(p.scq)
 			if err != nil {
@@ -314,7 +322,7 @@ func clientBW(p *peer, prm params) (result, error) {
 			inflight -= cqMod
 			marks = append(marks, time.Now())
 		}
-		if prm.test == "send_bw" {
+		if prm.Test == "send_bw" {
 			// The server reposts receives and reports how many: never
 			// send into an empty receive queue (that is fatal).
 			if err := p.waitFor(func() bool { return uint64(i) < credit()+rxDepth }, p.q.Placed); err != nil {
@@ -346,23 +354,23 @@ func clientBW(p *peer, prm params) (result, error) {
 		}
 		marks = append(marks, time.Now())
 	}
-	r.elapsed = time.Since(start)
-	r.bytes = int64(prm.iters) * int64(prm.size)
+	r.Elapsed = time.Since(start)
+	r.Bytes = int64(prm.Iters) * int64(prm.Size)
 	// Peak: the best of ten equal stretches of completions.
 	per := max(1, (len(marks)-1)/10)
 	for i := 0; i+per < len(marks); i += per {
 		d := marks[i+per].Sub(marks[i]).Seconds()
 		if d > 0 {
-			r.peakMiBs = max(r.peakMiBs, float64(per*cqMod*prm.size)/d/(1<<20))
+			r.PeakMiBs = max(r.PeakMiBs, float64(per*cqMod*prm.Size)/d/(1<<20))
 		}
 	}
 	return r, nil
 }
 
 // runServerTest runs the server's side until the client's "done".
-func runServerTest(p *peer, prm params) error {
-	total := prm.iters + warmup
-	switch prm.test {
+func runServerTest(p *peer, prm Params) error {
+	total := prm.Iters + warmup
+	switch prm.Test {
 	case "write_lat":
 		if err := p.postRecvs(1); err != nil {
 			return err
@@ -397,7 +405,7 @@ func runServerTest(p *peer, prm params) error {
 			return err
 		}
 		var reposted uint64
-		for i := 0; i < prm.iters; i++ {
+		for i := 0; i < prm.Iters; i++ {
 			if _, err := p.poll(p.rcq); err != nil {
 				return err
 			}
@@ -405,7 +413,7 @@ func runServerTest(p *peer, prm params) error {
 				return err
 			}
 			reposted++
-			if reposted%64 == 0 || i == prm.iters-1 {
+			if reposted%64 == 0 || i == prm.Iters-1 {
 				var c [8]byte
 				putUint64(c[:], reposted)
 				wr := qp.SendWR{Op: qp.WRWrite, Flags: qp.Inline, Inline: c[:], RemoteKey: p.rkey, RemoteOffset: uint64(p.lay.creditOff)}
@@ -433,8 +441,8 @@ func runServerTest(p *peer, prm params) error {
 	}
 }
 
-// latRow formats a latency result as perftest does.
-func latRow(size, iters int, lat []time.Duration) string {
+// LatRow formats a latency Result as perftest does.
+func LatRow(size, iters int, lat []time.Duration) string {
 	s := slices.Clone(lat)
 	slices.Sort(s)
 	us := func(d time.Duration) float64 { return float64(d) / 1e3 }
@@ -451,11 +459,72 @@ func latRow(size, iters int, lat []time.Duration) string {
 		size, iters, us(s[0]), us(s[len(s)-1]), q(0.5), avg, math.Sqrt(sq/float64(len(s))), q(0.99), q(0.999))
 }
 
-const latHeader = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]"
-const bwHeader = " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]"
+// LatHeader and BwHeader are perftest's column headers.
+const LatHeader = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]"
+const BwHeader = " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]"
 
-func bwRow(size, iters int, r result) string {
-	avg := float64(r.bytes) / r.elapsed.Seconds() / (1 << 20)
+// BwRow formats a bandwidth result as perftest does (under BwHeader).
+func BwRow(size, iters int, r Result) string {
+	avg := float64(r.Bytes) / r.Elapsed.Seconds() / (1 << 20)
 	return fmt.Sprintf(" %-10d %-10d     %-10.2f          %-10.2f            %.6f",
-		size, iters, max(r.peakMiBs, avg), avg, float64(iters)/r.elapsed.Seconds()/1e6)
+		size, iters, max(r.PeakMiBs, avg), avg, float64(iters)/r.Elapsed.Seconds()/1e6)
+}
+
+// Serve accepts one test connection on l and serves it as the client
+// asked; it returns the test's parameters.
+func Serve(ctx context.Context, l *qp.Listener) (Params, error) {
+	req, err := l.Accept(ctx)
+	if err != nil {
+		return Params{}, err
+	}
+	prm, err := parseParams(req.PrivateData())
+	if err != nil {
+		req.Reject([]byte(err.Error()))
+		return prm, err
+	}
+	p, err := newPeer(ctx, prm.Size)
+	if err != nil {
+		req.Reject([]byte(err.Error()))
+		return prm, err
+	}
+	defer p.q.Close()
+	p.rkey = prm.rkey
+	if err := req.Accept(p.q, []byte("ustack-perf rkey="+strconv.FormatUint(uint64(p.mr.Key()), 10))); err != nil {
+		return prm, err
+	}
+	if err := runServerTest(p, prm); err != nil {
+		return prm, fmt.Errorf("%s: %w", prm.Test, err)
+	}
+	return prm, nil
+}
+
+// Run connects with dial and runs prm as the client.
+func Run(ctx context.Context, dial func(context.Context) (net.Conn, error), prm Params) (Result, error) {
+	p, err := newPeer(ctx, prm.Size)
+	if err != nil {
+		return Result{}, err
+	}
+	defer p.q.Close()
+	prm.rkey = p.mr.Key()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := dial(cctx)
+	if err != nil {
+		return Result{}, err
+	}
+	reply, err := p.q.Connect(cctx, c, prm.encode())
+	if err != nil {
+		return Result{}, err
+	}
+	k, ok := strings.CutPrefix(string(reply), "ustack-perf rkey=")
+	n, perr := strconv.ParseUint(k, 10, 32)
+	if !ok || perr != nil {
+		return Result{}, fmt.Errorf("server reply %q", reply)
+	}
+	p.rkey = uint32(n)
+	r, err := runClientTest(p, prm)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", prm.Test, err)
+	}
+	return r, nil
 }

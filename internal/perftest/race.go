@@ -1,8 +1,8 @@
 //go:build race
 
-package main
+package perftest
 
-// raceEnabled: the race detector is on. The latency and credit loops poll
+// RaceEnabled: the race detector is on. The latency and credit loops poll
 // memory the queue pair writes from its own goroutine, as RDMA programs
 // poll memory a NIC writes: a deliberate race the detector reports.
-const raceEnabled = true
+const RaceEnabled = true

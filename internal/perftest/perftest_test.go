@@ -1,4 +1,4 @@
-package main
+package perftest
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 func TestParamsRoundTrip(t *testing.T) {
-	p := params{test: "write_bw", size: 65536, iters: 7, rkey: 0x101}
+	p := Params{Test: "write_bw", Size: 65536, Iters: 7, rkey: 0x101}
 	g, err := parseParams(p.encode())
 	if err != nil || g != p {
 		t.Fatalf("parsed %+v, %v; want %+v", g, err, p)
@@ -36,18 +36,18 @@ func TestEveryTestOverLoopback(t *testing.T) {
 	defer cancel()
 	l := qp.NewListener(ln)
 	dial := func(ctx context.Context) (net.Conn, error) { return net.Dial("tcp", ln.Addr().String()) }
-	for _, test := range testNames {
-		if raceEnabled && (test == "write_lat" || test == "send_bw") {
+	for _, test := range TestNames {
+		if RaceEnabled && (test == "write_lat" || test == "send_bw") {
 			t.Logf("%s: skipped under the race detector (it polls memory the queue pair writes)", test)
 			continue
 		}
-		prm := params{test: test, size: 256, iters: 300}
+		prm := Params{Test: test, Size: 256, Iters: 300}
 		if test == "atomic_lat" {
-			prm.size = 8
+			prm.Size = 8
 		}
 		errc := make(chan error, 1)
-		go func() { _, err := serveOne(ctx, l); errc <- err }()
-		r, err := clientRun(ctx, dial, prm)
+		go func() { _, err := Serve(ctx, l); errc <- err }()
+		r, err := Run(ctx, dial, prm)
 		if err != nil {
 			t.Fatalf("%s: client: %v", test, err)
 		}
@@ -55,17 +55,17 @@ func TestEveryTestOverLoopback(t *testing.T) {
 			t.Fatalf("%s: server: %v", test, err)
 		}
 		if strings.HasSuffix(test, "_lat") {
-			if len(r.lat) != prm.iters {
-				t.Fatalf("%s: %d samples", test, len(r.lat))
+			if len(r.Lat) != prm.Iters {
+				t.Fatalf("%s: %d samples", test, len(r.Lat))
 			}
-			if f := strings.Fields(latRow(prm.size, prm.iters, r.lat)); len(f) != 9 {
+			if f := strings.Fields(LatRow(prm.Size, prm.Iters, r.Lat)); len(f) != 9 {
 				t.Fatalf("%s: row %q", test, f)
 			}
 		} else {
-			if r.bytes != int64(prm.size*prm.iters) || r.elapsed <= 0 {
+			if r.Bytes != int64(prm.Size*prm.Iters) || r.Elapsed <= 0 {
 				t.Fatalf("%s: %+v", test, r)
 			}
-			if f := strings.Fields(bwRow(prm.size, prm.iters, r)); len(f) != 5 {
+			if f := strings.Fields(BwRow(prm.Size, prm.Iters, r)); len(f) != 5 {
 				t.Fatalf("%s: row %q", test, f)
 			}
 		}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package perftest
+
+const RaceEnabled = false
