@@ -102,6 +102,31 @@ func (r *report) printTables(w io.Writer) {
 		}
 		tw.Flush()
 	}
+	for _, size := range sizes {
+		kp := r.find("kernel", "pingpong", size)
+		header := false
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		for _, n := range names {
+			x := r.find(n, "qp", size)
+			if x == nil || x.RTT == nil {
+				continue
+			}
+			if !header {
+				fmt.Fprintf(w, "\nqueue pairs, write_lat, %d bytes, over each contender's TCP (RTT = 2 × perftest's one-way figure, µs; ×k = ratio to the kernel's TCP ping-pong, ×tcp = to the contender's own)\n", size)
+				fmt.Fprintln(tw, "contender\tp50\tp90\tp99\tp99.9\tp50 ×k\tp50 ×tcp\tsrv CPU s/Mreq\t")
+				header = true
+			}
+			k, own := "-", "-"
+			if kp != nil && kp.RTT != nil {
+				k = ratio(x.RTT.P50, kp.RTT.P50)
+			}
+			if tp := r.find(n, "pingpong", size); tp != nil && tp.RTT != nil {
+				own = ratio(x.RTT.P50, tp.RTT.P50)
+			}
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%.1f\t\n", n, x.RTT.P50, x.RTT.P90, x.RTT.P99, x.RTT.P999, k, own, x.ServerCPUPerM)
+		}
+		tw.Flush()
+	}
 	for _, n := range names {
 		x := r.find(n, "pingpong", 64)
 		if x == nil || len(x.Breakdown) == 0 {
@@ -162,6 +187,12 @@ func (r *report) printTargets(w io.Writer) {
 		return math.NaN()
 	}
 	p50 := func(q *rttQuantiles) float64 { return q.P50 }
+	qpP50 := func(c string) float64 {
+		if x := r.find(c, "qp", 64); x != nil && x.RTT != nil {
+			return x.RTT.P50
+		}
+		return math.NaN()
+	}
 	p99 := func(q *rttQuantiles) float64 { return q.P99 }
 	val := func(c, wl string) float64 {
 		if x := r.find(c, wl, 0); x != nil {
@@ -202,6 +233,9 @@ func (r *report) printTargets(w io.Writer) {
 		{"ustack requests/s ≥ 1.2× kernel", val("ustack", "rate") / val("kernel", "rate"), 1.2, false},
 		{"ustack server CPU/request ≤ kernel's", cpu("ustack") / cpu("kernel"), 1, true},
 		{"ustack bulk ≥ 3.2 Gbit/s", val("ustack", "bulk"), 3.2, false},
+		// Queue pairs (64-byte write_lat round trip).
+		{"ustack qp write_lat ≤ 0.7× ustack TCP", qpP50("ustack") / p("ustack", p50), 0.7, true},
+		{"ustack qp write_lat ≤ 1.0× kernel TCP", qpP50("ustack") / p("kernel", p50), 1, true},
 		// Software offload (checksum in the copy, GSO).
 		{"ustack bulk client→server ≥ 1.0× kernel", val("ustack", "bulk") / val("kernel", "bulk"), 1, false},
 		{"ustack bulk server→client ≥ 1.0× kernel", val("ustack", "bulk-s2c") / val("kernel", "bulk-s2c"), 1, false},

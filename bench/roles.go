@@ -26,6 +26,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ustack-dev/ustack/internal/echo"
+	"github.com/ustack-dev/ustack/internal/perftest"
 	"github.com/ustack-dev/ustack/stack"
 	"github.com/ustack-dev/ustack/vethtest"
 	"golang.org/x/sys/unix"
@@ -140,8 +141,9 @@ func clientMain(args []string) error {
 	addr := fs.String("addr", "", "echo server address")
 	bulkAddr := fs.String("bulk-addr", "", "discard server address (bulk)")
 	sourceAddr := fs.String("source-addr", "", "source server address (bulk-s2c)")
+	qpAddr := fs.String("qp-addr", "", "queue-pair server address (qp)")
 	proto := fs.String("proto", "tcp", "tcp or udp")
-	workload := fs.String("workload", "pingpong", "pingpong, rate, bulk (client to server) or bulk-s2c (server to client)")
+	workload := fs.String("workload", "pingpong", "pingpong, qp (queue-pair write_lat), rate, bulk (client to server) or bulk-s2c (server to client)")
 	size := fs.Int("size", 64, "message bytes")
 	conns := fs.Int("conns", 32, "rate connections")
 	held := fs.Int("held", 10000, "connections the conns workload holds")
@@ -178,6 +180,31 @@ func clientMain(args []string) error {
 		mark("END")
 		if err != nil {
 			return err
+		}
+		res.Count = h.TotalCount()
+		q := func(p float64) float64 { return float64(h.ValueAtQuantile(p)) / 1e3 }
+		res.RTT = &rttQuantiles{P50: q(50), P90: q(90), P99: q(99), P999: q(99.9), Max: float64(h.Max()) / 1e3}
+		res.CDF = histCDF(h)
+	case "qp":
+		// perftest's write_lat over a queue pair on the same stacks as the
+		// TCP ping-pong: iterations for about the duration at a 50 µs
+		// round trip. The marks take in the connection setup and
+		// perftest's 100 warm-up iterations (a small part of the CPU
+		// time); the latencies are the measured iterations'. The round
+		// trip is twice perftest's one-way figure.
+		iters := min(max(int(*duration/(50*time.Microsecond)), 1000), 1_000_000)
+		qdial := func(ctx context.Context) (net.Conn, error) { return dial(ctx, "tcp", *qpAddr) }
+		mark("START")
+		t0 := time.Now()
+		r, err := perftest.Run(ctx, qdial, perftest.Params{Test: "write_lat", Size: *size, Iters: iters})
+		res.Seconds = time.Since(t0).Seconds()
+		mark("END")
+		if err != nil {
+			return err
+		}
+		h := echo.NewHistogram()
+		for _, d := range r.Lat {
+			h.RecordValue(int64(2 * d))
 		}
 		res.Count = h.TotalCount()
 		q := func(p float64) float64 { return float64(h.ValueAtQuantile(p)) / 1e3 }

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ustack-dev/ustack/internal/perftest"
 	"github.com/ustack-dev/ustack/stack"
 	"github.com/ustack-dev/ustack/vethtest"
 )
@@ -55,16 +56,16 @@ type contender struct {
 }
 
 var allContenders = []contender{
-	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
+	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "qp", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
 	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, false, false, "", 0},
-	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
+	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "qp", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
 	// The same with one P: the application's goroutines then run on the
 	// worker's thread, which on a 2-CPU machine keeps them off the CPU
 	// the client needs.
-	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 1, false, false, "", 0},
+	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "qp", "rate", "bulk", "bulk-s2c"}, 1, false, false, "", 0},
 	{"ustack-adaptive", "ustack", "adaptive", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, "", 0},
 	{"ustack-blocking", "ustack", "blocking", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, "", 0},
-	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, false, false, "", 0},
+	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "qp", "rate", "bulk", "bulk-s2c"}, 0, false, false, "", 0},
 	// gVisor's endpoint drops a default veth peer's partial checksums
 	// (its connections never open), so it runs with full checksums.
 	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, true, false, "", 0},
@@ -302,7 +303,10 @@ func measurements(c contender, o options) []result {
 	var ms []result
 	for _, w := range c.Workloads {
 		switch w {
-		case "pingpong":
+		case "pingpong", "qp":
+			if w == "qp" && perftest.RaceEnabled {
+				continue // write_lat polls memory the queue pair writes
+			}
 			for _, s := range o.sizes {
 				if c.Proto == "udp" && s > 1400 {
 					continue
@@ -325,7 +329,7 @@ func (r result) summary() string {
 		return "FAILED: " + r.Error
 	}
 	switch r.Workload {
-	case "pingpong":
+	case "pingpong", "qp":
 		return fmt.Sprintf("p50 %7.1fµs  p99 %7.1fµs  (%d round trips, server CPU %.2fs)", r.RTT.P50, r.RTT.P99, r.Count, r.ServerCPU)
 	case "rate":
 		return fmt.Sprintf("%10.0f requests/s  (server CPU %.2fs)", r.ReqPerSec, r.ServerCPU)
@@ -451,8 +455,8 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 	if c.Target == "ustack" {
 		host = vethtest.UstackIPv4
 	}
-	addr, bulkAddr, sourceAddr := fmt.Sprintf("%v:%d", host, benchPort), fmt.Sprintf("%v:%d", host, benchPort+1), fmt.Sprintf("%v:%d", host, benchPort+2)
-	args := []string{"-dial", c.Client, "-iface", pair.Kernel.Link, "-addr", addr, "-bulk-addr", bulkAddr, "-source-addr", sourceAddr, "-proto", c.Proto, "-workload", m.Workload,
+	addr, bulkAddr, sourceAddr, qpAddr := fmt.Sprintf("%v:%d", host, benchPort), fmt.Sprintf("%v:%d", host, benchPort+1), fmt.Sprintf("%v:%d", host, benchPort+2), fmt.Sprintf("%v:%d", host, benchPort+3)
+	args := []string{"-dial", c.Client, "-iface", pair.Kernel.Link, "-addr", addr, "-bulk-addr", bulkAddr, "-source-addr", sourceAddr, "-qp-addr", qpAddr, "-proto", c.Proto, "-workload", m.Workload,
 		"-size", strconv.Itoa(m.Size), "-conns", strconv.Itoa(o.conns), "-held", strconv.Itoa(o.held), "-pipeline", strconv.Itoa(o.pipeline),
 		"-duration", o.duration.String(), "-warmup", strconv.Itoa(o.warmup)}
 	cl, err := spawn(exe, pair.Kernel, procsEnv(c, c.Client), "client", args...)
@@ -489,7 +493,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			m.ServerXDP, m.ClientXDP = srv.xdpMode, cr.XDPMode
 			if m.Seconds > 0 {
 				switch m.Workload {
-				case "pingpong", "rate", "conns":
+				case "pingpong", "qp", "rate", "conns":
 					m.ReqPerSec = float64(m.Count) / m.Seconds
 				case "bulk", "bulk-s2c":
 					m.Gbps = float64(m.Bytes) * 8 / m.Seconds / 1e9

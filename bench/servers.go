@@ -3,17 +3,21 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/ustack-dev/ustack/bench/internal/asavie"
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/internal/echo"
+	"github.com/ustack-dev/ustack/internal/perftest"
 	"github.com/ustack-dev/ustack/internal/reflector"
+	"github.com/ustack-dev/ustack/qp"
 	"github.com/ustack-dev/ustack/stack"
 	"github.com/ustack-dev/ustack/vethtest"
 	"github.com/ustack-dev/ustack/xsk"
@@ -55,6 +59,13 @@ func startServer(contender, iface, poll string, port uint16, upstream bool, offl
 			dln.Close()
 			return nil, "", err
 		}
+		qln, err := net.Listen("tcp", netip.AddrPortFrom(kernelAddr.Addr(), port+3).String())
+		if err != nil {
+			ln.Close()
+			dln.Close()
+			sln.Close()
+			return nil, "", err
+		}
 		if contender == "kernel" {
 			go echo.ServeTCP(ln)
 			go echo.ServeDiscard(dln)
@@ -63,7 +74,8 @@ func startServer(contender, iface, poll string, port uint16, upstream bool, offl
 			go serveBusyPoll(dln, true)
 		}
 		go echo.ServeSource(sln)
-		return func() { ln.Close(); dln.Close(); sln.Close() }, "", nil
+		go serveQP(qln)
+		return func() { ln.Close(); dln.Close(); sln.Close(); qln.Close() }, "", nil
 	case "ustack":
 		p, err := stack.ParsePollPolicy(poll)
 		if err != nil {
@@ -112,10 +124,19 @@ func startServer(contender, iface, poll string, port uint16, upstream bool, offl
 			s.Close()
 			return nil, "", err
 		}
+		qln, err := s.Listen("tcp", netip.AddrPortFrom(ustackAddr.Addr(), port+3).String())
+		if err != nil {
+			ln.Close()
+			dln.Close()
+			sln.Close()
+			s.Close()
+			return nil, "", err
+		}
 		go echo.ServeTCP(ln)
 		go echo.ServeDiscard(dln)
 		go echo.ServeSource(sln)
-		return func() { ln.Close(); dln.Close(); sln.Close(); s.Close() }, s.Stats().AttachMode.String(), nil
+		go serveQP(qln)
+		return func() { ln.Close(); dln.Close(); sln.Close(); qln.Close(); s.Close() }, s.Stats().AttachMode.String(), nil
 	case "gvisor-xdp":
 		stop, err := startGVisorXDP(iface, ustackAddr)
 		return stop, bpf.AttachNative.String(), err
@@ -319,4 +340,17 @@ func steer(u *undoList, ifc xsk.Interface, fd int, own bpf.Owned, udpPort uint16
 	}
 	u.add(func() { prog.Close() })
 	return nil
+}
+
+// serveQP serves perftest's queue-pair tests (the qp workload), one
+// connection at a time, until ln is closed.
+func serveQP(ln net.Listener) {
+	l := qp.NewListener(ln)
+	for {
+		if _, err := perftest.Serve(context.Background(), l); errors.Is(err, net.ErrClosed) {
+			return
+		} else if err != nil {
+			fmt.Fprintf(os.Stderr, "bench serve: queue pair: %v\n", err)
+		}
+	}
 }
