@@ -4,24 +4,17 @@ package offload
 
 import "golang.org/x/sys/cpu"
 
+// wideMin is the length from which the vector loops are used: below it
+// the scalar loops are as fast, and short sums (a TCP header, an ACK) stay
+// off the 512-bit units, which a workload touches only now and then.
+const wideMin = 128
+
 // The vector loops in use: AVX-512 (with BW for byte masks and BMI2 for
-// building them) where the CPU and OS have it, else AVX2, else none;
-// and the length from which they beat the scalar ones.
+// building them) where the CPU and OS have it, else AVX2, else none.
 var (
 	have512  = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasBMI2
 	haveWide = have512 || cpu.X86.HasAVX2
-	wideMin  = wideMinFor(have512)
 )
-
-// wideMinFor is the length from which the vector loops beat the scalar
-// ones: the AVX2 loops' setup, final reduction and scalar tail cost
-// about as much as 64 bytes; the AVX-512 ones take the tail themselves.
-func wideMinFor(avx512 bool) int {
-	if avx512 {
-		return 32
-	}
-	return 128
-}
 
 //go:noescape
 func sumAVX2(p *byte, n int) uint64

@@ -16,9 +16,9 @@ import (
 func implementations() []sumImpl {
 	set := func(wide, avx512 bool) func() func() {
 		return func() func() {
-			w, a, m := haveWide, have512, wideMin
-			haveWide, have512, wideMin = wide, avx512, wideMinFor(avx512)
-			return func() { haveWide, have512, wideMin = w, a, m }
+			w, a := haveWide, have512
+			haveWide, have512 = wide, avx512
+			return func() { haveWide, have512 = w, a }
 		}
 	}
 	impls := []sumImpl{{"scalar", set(false, false)}}
