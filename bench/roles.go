@@ -72,7 +72,7 @@ func serveMain(args []string) error {
 	poll := fs.String("poll", "spin", "ustack polling policy")
 	port := fs.Int("port", 7000, "port")
 	upstream := fs.Bool("upstream", false, "ustack with upstream netstack's hand-offs and immediate ACKs")
-	offload := fs.String("offload", "", "ustack offload setting: \"\" (the defaults), no-gro, gso or no-tx-checksum")
+	offload := fs.String("offload", "", "ustack offload setting: \"\" (the defaults), no-gro, no-gso or no-tx-checksum")
 	delay := fs.Duration("delay", 0, "the floor's processing time per batch (busy-waited)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -182,9 +182,7 @@ func clientMain(args []string) error {
 			return err
 		}
 		res.Count = h.TotalCount()
-		q := func(p float64) float64 { return float64(h.ValueAtQuantile(p)) / 1e3 }
-		res.RTT = &rttQuantiles{P50: q(50), P90: q(90), P99: q(99), P999: q(99.9), Max: float64(h.Max()) / 1e3}
-		res.CDF = histCDF(h)
+		res.RTT, res.CDF = rttOf(h), histCDF(h)
 	case "qp":
 		// perftest's write_lat over a queue pair on the same stacks as the
 		// TCP ping-pong: iterations for about the duration at a 50 µs
@@ -207,9 +205,7 @@ func clientMain(args []string) error {
 			h.RecordValue(int64(2 * d))
 		}
 		res.Count = h.TotalCount()
-		q := func(p float64) float64 { return float64(h.ValueAtQuantile(p)) / 1e3 }
-		res.RTT = &rttQuantiles{P50: q(50), P90: q(90), P99: q(99), P999: q(99.9), Max: float64(h.Max()) / 1e3}
-		res.CDF = histCDF(h)
+		res.RTT, res.CDF = rttOf(h), histCDF(h)
 	case "rate":
 		// echo.Rate marks nothing itself: its warm-up is half a second,
 		// so START comes after that.
@@ -261,6 +257,12 @@ func clientMain(args []string) error {
 	b, _ := json.Marshal(res)
 	fmt.Fprintf(out, "RESULT %s\n", b)
 	return out.Flush()
+}
+
+// rttOf returns the histogram's quantiles in µs.
+func rttOf(h *hdrhistogram.Histogram) *rttQuantiles {
+	q := func(p float64) float64 { return float64(h.ValueAtQuantile(p)) / 1e3 }
+	return &rttQuantiles{P50: q(50), P90: q(90), P99: q(99), P999: q(99.9), Max: float64(h.Max()) / 1e3}
 }
 
 // histCDF returns the histogram's whole distribution as a CDF: for every

@@ -35,47 +35,30 @@ import (
 // parent asks for (a server child runs one contender).
 var servedStack *stack.Stack
 
-// startServer starts the echo server (on port), discard server (on
-// port+1) and source server (port+2) of a contender in the current namespace and returns a function
-// that stops them and releases everything, and the mode the XDP program
-// was attached in ("" for the kernel contenders, which attach none).
+// startServer starts the echo server (on port), discard server (port+1),
+// source server (port+2) and queue-pair server (port+3) of a contender in
+// the current namespace and returns a function that stops them and
+// releases everything, and the mode the XDP program was attached in (""
+// for the kernel contenders, which attach none).
 func startServer(contender, iface, poll string, port uint16, upstream bool, offload string, delay time.Duration) (stop func(), xdpMode string, err error) {
 	kernelAddr := netip.AddrPortFrom(vethtest.UstackHostIPv4, port)
 	ustackAddr := netip.AddrPortFrom(vethtest.UstackIPv4, port)
 	switch contender {
 	case "kernel", "kernel-busypoll":
-		ln, err := net.Listen("tcp", kernelAddr.String())
+		lns, err := listenServers(net.Listen, kernelAddr)
 		if err != nil {
-			return nil, "", err
-		}
-		dln, err := net.Listen("tcp", netip.AddrPortFrom(kernelAddr.Addr(), port+1).String())
-		if err != nil {
-			ln.Close()
-			return nil, "", err
-		}
-		sln, err := net.Listen("tcp", netip.AddrPortFrom(kernelAddr.Addr(), port+2).String())
-		if err != nil {
-			ln.Close()
-			dln.Close()
-			return nil, "", err
-		}
-		qln, err := net.Listen("tcp", netip.AddrPortFrom(kernelAddr.Addr(), port+3).String())
-		if err != nil {
-			ln.Close()
-			dln.Close()
-			sln.Close()
 			return nil, "", err
 		}
 		if contender == "kernel" {
-			go echo.ServeTCP(ln)
-			go echo.ServeDiscard(dln)
+			go echo.ServeTCP(lns[0])
+			go echo.ServeDiscard(lns[1])
 		} else {
-			go serveBusyPoll(ln, false)
-			go serveBusyPoll(dln, true)
+			go serveBusyPoll(lns[0], false)
+			go serveBusyPoll(lns[1], true)
 		}
-		go echo.ServeSource(sln)
-		go serveQP(qln)
-		return func() { ln.Close(); dln.Close(); sln.Close(); qln.Close() }, "", nil
+		go echo.ServeSource(lns[2])
+		go serveQP(lns[3])
+		return func() { closeAll(lns) }, "", nil
 	case "ustack":
 		p, err := stack.ParsePollPolicy(poll)
 		if err != nil {
@@ -106,37 +89,16 @@ func startServer(contender, iface, poll string, port uint16, upstream bool, offl
 			return nil, "", err
 		}
 		servedStack = s
-		ln, err := s.Listen("tcp", ustackAddr.String())
+		lns, err := listenServers(s.Listen, ustackAddr)
 		if err != nil {
 			s.Close()
 			return nil, "", err
 		}
-		dln, err := s.Listen("tcp", netip.AddrPortFrom(ustackAddr.Addr(), port+1).String())
-		if err != nil {
-			ln.Close()
-			s.Close()
-			return nil, "", err
-		}
-		sln, err := s.Listen("tcp", netip.AddrPortFrom(ustackAddr.Addr(), port+2).String())
-		if err != nil {
-			ln.Close()
-			dln.Close()
-			s.Close()
-			return nil, "", err
-		}
-		qln, err := s.Listen("tcp", netip.AddrPortFrom(ustackAddr.Addr(), port+3).String())
-		if err != nil {
-			ln.Close()
-			dln.Close()
-			sln.Close()
-			s.Close()
-			return nil, "", err
-		}
-		go echo.ServeTCP(ln)
-		go echo.ServeDiscard(dln)
-		go echo.ServeSource(sln)
-		go serveQP(qln)
-		return func() { ln.Close(); dln.Close(); sln.Close(); qln.Close(); s.Close() }, s.Stats().AttachMode.String(), nil
+		go echo.ServeTCP(lns[0])
+		go echo.ServeDiscard(lns[1])
+		go echo.ServeSource(lns[2])
+		go serveQP(lns[3])
+		return func() { closeAll(lns); s.Close() }, s.Stats().AttachMode.String(), nil
 	case "gvisor-xdp":
 		stop, err := startGVisorXDP(iface, ustackAddr)
 		return stop, bpf.AttachNative.String(), err
@@ -352,5 +314,26 @@ func serveQP(ln net.Listener) {
 		} else if err != nil {
 			fmt.Fprintf(os.Stderr, "bench serve: queue pair: %v\n", err)
 		}
+	}
+}
+
+// listenServers opens the TCP listeners of a contender's four servers, on
+// addr's port and the three after it, or none.
+func listenServers(listen func(network, address string) (net.Listener, error), addr netip.AddrPort) ([]net.Listener, error) {
+	var lns []net.Listener
+	for i := range uint16(4) {
+		ln, err := listen("tcp", netip.AddrPortFrom(addr.Addr(), addr.Port()+i).String())
+		if err != nil {
+			closeAll(lns)
+			return nil, err
+		}
+		lns = append(lns, ln)
+	}
+	return lns, nil
+}
+
+func closeAll(lns []net.Listener) {
+	for _, ln := range lns {
+		ln.Close()
 	}
 }

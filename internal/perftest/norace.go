@@ -2,4 +2,5 @@
 
 package perftest
 
+// RaceEnabled: the race detector is off (see race.go).
 const RaceEnabled = false

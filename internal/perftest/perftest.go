@@ -68,6 +68,7 @@ func parseParams(b []byte) (Params, error) {
 	return p, p.Validate()
 }
 
+// Validate reports what is wrong with prm, if anything.
 func (prm Params) Validate() error {
 	if !slices.Contains(TestNames, prm.Test) {
 		return fmt.Errorf("test %q: want one of %s", prm.Test, strings.Join(TestNames, ", "))
@@ -230,7 +231,7 @@ type Result struct {
 	PeakMiBs float64
 }
 
-// runClient runs the client's side of test over a connected peer.
+// runClientTest runs the client's side of the test over a connected peer.
 func runClientTest(p *peer, prm Params) (Result, error) {
 	var r Result
 	total := prm.Iters + warmup
