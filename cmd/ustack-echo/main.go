@@ -301,6 +301,7 @@ func runClient(ctx context.Context, args []string) error {
 			return err
 		}
 		defer s.Close()
+		defer printStats(s)
 		dial = s.DialContext
 	}
 	switch *mode {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/seqnum"
 )
 
@@ -267,6 +268,18 @@ func (s *sender) probeTimerExpired() tcpip.Error {
 		}
 
 		if highestSeqXmit != nil {
+			// ustack: probe the last MSS of the highest segment sent, as
+			// Linux's tcp_send_loss_probe fragments its last skb. A GSO
+			// segment holds a whole write: sending its first MSS probes
+			// data the receiver likely has, and the ACK cannot reveal a
+			// loss at the tail, which is what the probe is for.
+			// The cut is a multiple of the MSS pCount counts in, so
+			// Outstanding stays the sum over the pieces.
+			if n, mss := highestSeqXmit.payloadSize(), s.MaxPayloadSize; n > mss && !highestSeqXmit.acked {
+				s.splitSeg(highestSeqXmit, (n-1)/mss*mss)
+				highestSeqXmit.flags &^= header.TCPFlagPsh
+				highestSeqXmit = highestSeqXmit.Next()
+			}
 			dataSent = s.maybeSendSegment(highestSeqXmit, int(s.ep.scoreboard.SMSS()), s.SndUna.Add(s.SndWnd))
 			if dataSent {
 				s.rc.tlpRxtOut = true
