@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -177,29 +176,42 @@ func TestMemRACKLearnsFromRetransmission(t *testing.T) {
 }
 
 // ackLoss drops, on the wire from the server at port back to the client,
-// the first n pure ACKs that acknowledge the whole of a write of size
-// bytes (counted from the first data segment the client sends), and
-// signals passed when the next such ACK goes through.
+// every pure ACK that acknowledges the whole of a write of size bytes
+// (counted from the first data segment the client sends) until the
+// client has sent that first segment sends times, and signals passed
+// when such an ACK then goes through. Counting the sender's own
+// retransmissions of the first segment, not the ACKs, keeps the test to
+// one sequence of events however late the receiver answers: a window
+// update or a second ACK the receiver sends on a loaded machine is
+// dropped too.
 type ackLoss struct {
 	port   uint16
 	size   uint32
-	n      int
-	base   atomic.Uint64 // first data sequence number + 1; 0 until seen
+	sends  int
 	mu     sync.Mutex
-	seen   int
+	base   uint32 // first data sequence number, once firsts > 0
+	firsts int    // times the first data segment was sent
+	done   bool
 	passed chan struct{}
 }
 
-func newACKLoss(port uint16, size uint32, n int) *ackLoss {
-	return &ackLoss{port: port, size: size, n: n, passed: make(chan struct{})}
+func newACKLoss(port uint16, size uint32, sends int) *ackLoss {
+	return &ackLoss{port: port, size: size, sends: sends, passed: make(chan struct{})}
 }
 
-// data is the client side's hook: it records the first data segment's
-// sequence number and, through drop, may discard data segments too.
+// data is the client side's hook: it counts sendings of the first data
+// segment and, through drop, may discard data segments too.
 func (l *ackLoss) data(drop func([]byte) bool) func([]byte) bool {
 	return func(f []byte) bool {
 		if s, ok := parseTCP4(f); ok && s.dstPort == l.port && s.payload > 0 {
-			l.base.CompareAndSwap(0, uint64(s.seq)+1)
+			l.mu.Lock()
+			if l.firsts == 0 {
+				l.base = s.seq
+			}
+			if s.seq == l.base {
+				l.firsts++
+			}
+			l.mu.Unlock()
 		}
 		return drop != nil && drop(f)
 	}
@@ -208,17 +220,22 @@ func (l *ackLoss) data(drop func([]byte) bool) func([]byte) bool {
 // acks is the server side's hook.
 func (l *ackLoss) acks(f []byte) bool {
 	s, ok := parseTCP4(f)
-	base := l.base.Load()
-	if !ok || s.srcPort != l.port || s.payload != 0 || base == 0 || s.ack != uint32(base-1)+l.size {
+	if !ok || s.srcPort != l.port || s.payload != 0 {
 		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.seen++
-	if l.seen == l.n+1 {
+	if l.firsts == 0 || s.ack != l.base+l.size {
+		return false
+	}
+	if l.firsts < l.sends {
+		return true
+	}
+	if !l.done {
+		l.done = true
 		close(l.passed)
 	}
-	return l.seen <= l.n
+	return false
 }
 
 // lossPair sets up a client on mp.a connected to a server on mp.b that
@@ -261,7 +278,13 @@ func checkProbed(t *testing.T, mp *memPair, l *ackLoss, before Stats) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no acknowledgment of the whole write got through after the dropped ones")
 	}
+	// The probe is counted after it is sent: on a loaded machine its
+	// answer can come back first.
 	after := mp.a.Stats()
+	for end := time.Now().Add(5 * time.Second); after.TCPRecoveryProbes == before.TCPRecoveryProbes && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+		after = mp.a.Stats()
+	}
 	if n := after.TCPTimeouts - before.TCPTimeouts; n != 0 {
 		t.Errorf("recovered by %d retransmission timeouts; want a probe after the probe timeout", n)
 	}
@@ -283,7 +306,8 @@ func TestMemRecoveryProbe(t *testing.T) {
 	// after the hole into one and acknowledge them once.
 	mp := newMemPairWith(t, Adaptive, func(c *Config) { c.NoGRO = true })
 	const port, size = 5002, 6 * 1420
-	l := newACKLoss(port, size, 1)
+	// Sent three times: lost, fast-retransmitted, probed.
+	l := newACKLoss(port, size, 3)
 	mp.pa.setDrop(l.data(dropFirstSends(port, func(rel uint32) bool { return rel == 0 })))
 	mp.pb.setDrop(l.acks)
 	c, got := lossPair(t, mp, port, size)
@@ -303,6 +327,8 @@ func TestMemRecoveryProbe(t *testing.T) {
 func TestMemProbeAfterUnansweredTLP(t *testing.T) {
 	mp := newMemPair(t, Adaptive)
 	const port, size = 5003, 4 * 1420
+	// Sent twice: first, then probed (the tail loss probe resends the
+	// last segment).
 	l := newACKLoss(port, size, 2)
 	mp.pa.setDrop(l.data(nil))
 	mp.pb.setDrop(l.acks)
