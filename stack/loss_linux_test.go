@@ -3,6 +3,7 @@ package stack
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,10 +29,11 @@ var lossRuns = flag.Int("lossruns", 2, "TestPrivilegedEchoUnderLoss: transfers p
 // TestPrivilegedEchoUnderLoss moves a 16 MiB echo (the kernel client
 // writes and reads at once) through a ustack echo server and through a
 // kernel echo server while an nftables rule on the kernel end of the veth
-// drops random frames both ways, at 2% and at 5%. Both servers sit behind
+// drops random frames both ways, at 2% and at 5%. The servers sit behind
 // the same rule in the same run: ustack on its own address, the kernel's
 // echo server on the Ustack host's kernel address (the XDP program passes
-// its traffic). It checks SHA-256 and logs time-to-complete and the loss
+// its traffic), once with the kernel's default congestion control and
+// once with Reno, which is what ustack runs. It checks SHA-256 and logs time-to-complete and the loss
 // recovery counters beside each other; it asserts no timing (figures
 // belong to benchmarks).
 func TestPrivilegedEchoUnderLoss(t *testing.T) {
@@ -56,6 +59,30 @@ func TestPrivilegedEchoUnderLoss(t *testing.T) {
 	}
 	defer kln.Close()
 	go echosrv.ServeTCP(kln)
+	// The same kernel server with Reno, the congestion control ustack
+	// runs: the kernel's default (BBR here, CUBIC on most systems) keeps
+	// its window through random loss, which Reno's halving does not.
+	var rln net.Listener
+	var defaultCC []byte
+	if err := p.Ustack.Do(func() (err error) {
+		defaultCC, _ = os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+		lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			if err := c.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptString(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CONGESTION, "reno")
+			}); err != nil {
+				return err
+			}
+			return serr
+		}}
+		rln, err = lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(vethtest.UstackHostIPv4, 7101).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer rln.Close()
+	go echosrv.ServeTCP(rln)
+	t.Logf("kernel echo server: congestion control %s; kernel-reno: reno", strings.TrimSpace(string(defaultCC)))
 
 	const size = 16 << 20
 	rng := rand.New(rand.NewPCG(16, 16))
@@ -82,13 +109,13 @@ func TestPrivilegedEchoUnderLoss(t *testing.T) {
 				}
 			}
 			drops := lossRule(t, p.Kernel, hooks, pct)
-			var times [2][]time.Duration
+			var times [3][]time.Duration
 			for i := 0; i < *lossRuns; i++ {
 				for j, srv := range []struct {
 					name string
 					addr net.Addr
 					host *vethtest.Host // whose kernel counters to read
-				}{{"ustack", uln.Addr(), nil}, {"kernel", kln.Addr(), p.Ustack}} {
+				}{{"ustack", uln.Addr(), nil}, {"kernel", kln.Addr(), p.Ustack}, {"kernel-reno", rln.Addr(), p.Ustack}} {
 					before, after := s.Stats(), Stats{}
 					var kb, ka map[string]int64
 					if srv.host != nil {
@@ -115,7 +142,7 @@ func TestPrivilegedEchoUnderLoss(t *testing.T) {
 					times[j] = append(times[j], el)
 				}
 			}
-			t.Logf("%s %d%% loss: ustack %v, kernel %v", hooks, pct, roundAll(times[0]), roundAll(times[1]))
+			t.Logf("%s %d%% loss: ustack %v, kernel %v, kernel-reno %v", hooks, pct, roundAll(times[0]), roundAll(times[1]), roundAll(times[2]))
 		})
 	}
 }

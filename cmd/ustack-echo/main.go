@@ -52,6 +52,7 @@ type stackFlags struct {
 	queues                     int
 	pin                        bool
 	noTxChecksum, noGSO, noGRO bool
+	cc                         string
 }
 
 func (f *stackFlags) register(fs *flag.FlagSet) {
@@ -64,6 +65,7 @@ func (f *stackFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noTxChecksum, "no-tx-checksum", false, "let netstack compute TX checksums instead of the copy into UMEM (no GSO then)")
 	fs.BoolVar(&f.noGSO, "no-gso", false, "turn TCP segmentation offload off: netstack then sends one MSS per packet instead of up to 64 KiB cut into frames in the copy")
 	fs.BoolVar(&f.noGRO, "no-gro", false, "no receive coalescing: netstack sees every TCP segment as received")
+	fs.StringVar(&f.cc, "cc", "", "TCP congestion `control`: reno or cubic (default reno)")
 }
 
 func (f *stackFlags) config() (stack.Config, error) {
@@ -91,7 +93,7 @@ func (f *stackFlags) config() (stack.Config, error) {
 		return stack.Config{}, fmt.Errorf("-queues %d: want at least 1", f.queues)
 	}
 	return stack.Config{Interface: f.iface, Addrs: prefixes, Poll: poll, Queues: f.queues, Pin: f.pin,
-		NoTxChecksum: f.noTxChecksum, NoGSO: f.noGSO, NoGRO: f.noGRO}, nil
+		NoTxChecksum: f.noTxChecksum, NoGSO: f.noGSO, NoGRO: f.noGRO, CongestionControl: f.cc}, nil
 }
 
 func checkRoot() error {
