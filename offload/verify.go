@@ -49,19 +49,7 @@ const (
 // headers. An IPv4 UDP datagram without a checksum (field 0) is Valid, as
 // RFC 768 allows; over IPv6 it is Invalid (RFC 8200 §8.1). It never
 // panics on malformed input.
-func Verify(frame []byte) Verdict { return verify(frame, false) }
-
-// VerifyLocal is Verify for frames from a local peer that may leave
-// checksums partial (a veth peer with TX checksum offload on, the
-// default): a frame whose checksum field holds the folded pseudo-header
-// sum is Partial at once, its payload not summed, as the kernel trusts
-// CHECKSUM_PARTIAL from such a peer. A full checksum that happens to
-// equal that sum (one in 65,536) is then Partial rather than Valid; both
-// are accepted from such a peer. Every other frame is checked as Verify
-// checks it.
-func VerifyLocal(frame []byte) Verdict { return verify(frame, true) }
-
-func verify(frame []byte, partialFirst bool) Verdict {
+func Verify(frame []byte) Verdict {
 	if len(frame) < 14 {
 		return Unchecked
 	}
@@ -115,6 +103,9 @@ func verify(frame []byte, partialFirst bool) Verdict {
 			return v
 		}
 	}
+	if Fold(Sum(seg, sum)) == 0xffff {
+		return Valid
+	}
 	// The field at offset 16 (TCP) or 6 (UDP) holding the folded
 	// pseudo-header sum: Linux's tcp_v4_send_check and udp4_hwcsum
 	// leave ~csum_tcpudp_magic(…, 0) there for the device to finish.
@@ -122,14 +113,7 @@ func verify(frame []byte, partialFirst bool) Verdict {
 	if proto == protoUDP {
 		off = 6
 	}
-	partial := binary.BigEndian.Uint16(seg[off:]) == Fold(sum)
-	if partialFirst && partial {
-		return Partial
-	}
-	if Fold(Sum(seg, sum)) == 0xffff {
-		return Valid
-	}
-	if partial {
+	if binary.BigEndian.Uint16(seg[off:]) == Fold(sum) {
 		return Partial
 	}
 	return Invalid

@@ -148,13 +148,7 @@ func (e *endpoint) verify(q *queue, data []byte) uint8 {
 	if e.trustRx {
 		return rxValid
 	}
-	var v offload.Verdict
-	if e.partialOK {
-		v = offload.VerifyLocal(data)
-	} else {
-		v = offload.Verify(data)
-	}
-	switch v {
+	switch offload.Verify(data) {
 	case offload.Valid:
 		return rxValid
 	case offload.Partial:
