@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
 )
 
@@ -22,6 +23,7 @@ import (
 type tcpConn struct {
 	s    *Stack
 	ep   tcpip.Endpoint
+	tep  *tcp.Endpoint // ep, for ReadCount
 	wq   *waiter.Queue
 	keys []portKey
 
@@ -46,6 +48,7 @@ type tcpConn struct {
 
 func newTCPConn(s *Stack, wq *waiter.Queue, ep tcpip.Endpoint, keys []portKey) *tcpConn {
 	c := &tcpConn{s: s, ep: ep, wq: wq, keys: keys}
+	c.tep, _ = ep.(*tcp.Endpoint)
 	c.rEntry, c.rNotify = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
 	c.wEntry, c.wNotify = waiter.NewChannelEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
 	wq.EventRegister(&c.rEntry)
@@ -74,15 +77,29 @@ func (c *tcpConn) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: "tcp", Source: c.local, Addr: c.remote, Err: err}
 }
 
-// read reads what netstack has queued into b. It is a function of its own
-// so that netstack's large ReadResult sits in its frame only while it
-// runs: a goroutine blocked in Read then uses little of its stack, and
-// the runtime shrinks an idle connection's goroutine stack to 2 KiB, as
-// it does for a kernel socket's.
+// read reads what netstack has queued into b. It calls netstack's
+// ReadCount (patch 0063), not Read: Read's 304-byte ReadResult, with the
+// copies an interface call makes, gave this frame 952 bytes, and
+// netstack's send path (an ACK for the segments it processes when the
+// reader unlocks the endpoint) runs below it. It is a function of its
+// own so that what it needs sits on the stack only while it runs: a
+// goroutine blocked in Read then uses little of its stack, and the
+// runtime shrinks an idle connection's goroutine stack, as it does for a
+// kernel socket's.
 //
 //go:noinline
 func (c *tcpConn) read(b []byte) (int, tcpip.Error) {
 	c.rbuf = b
+	if c.tep != nil {
+		return c.tep.ReadCount(&c.rbuf, tcpip.ReadOptions{})
+	}
+	return c.readResult()
+}
+
+// readResult is read for an endpoint other than netstack's TCP one.
+//
+//go:noinline
+func (c *tcpConn) readResult() (int, tcpip.Error) {
 	res, err := c.ep.Read(&c.rbuf, tcpip.ReadOptions{})
 	return res.Count, err
 }
@@ -143,25 +160,40 @@ func (c *tcpConn) Write(b []byte) (int, error) {
 		c.wbuf.Reset(b[n:])
 		m, err := c.ep.Write(&c.wbuf, tcpip.WriteOptions{})
 		n += int(m)
-		switch err.(type) {
-		case nil:
-		case *tcpip.ErrWouldBlock:
-			select {
-			case <-c.wNotify:
-			case <-expired:
-				return n, c.opError("write", os.ErrDeadlineExceeded)
+		if err != nil {
+			if werr := c.writeWait(err, expired); werr != nil {
+				return n, werr
 			}
-		default:
-			if c.closed.Load() {
-				return n, c.opError("write", net.ErrClosed)
-			}
-			if _, ok := err.(*tcpip.ErrClosedForSend); ok {
-				return n, c.opError("write", errPipe)
-			}
-			return n, c.opError("write", goError(err))
 		}
 	}
 	return n, nil
+}
+
+// writeWait waits, after a Write that could not queue everything, for
+// room in the send buffer, or turns err into Write's error. It is a
+// function of its own, kept out of Write's frame with the select and the
+// error values: netstack's send path, down to the TX ring, runs below
+// Write on the connection's goroutine, and every byte of Write's frame
+// counts against the 4 KiB that goroutine's stack can stay at.
+//
+//go:noinline
+func (c *tcpConn) writeWait(err tcpip.Error, expired <-chan struct{}) error {
+	switch err.(type) {
+	case *tcpip.ErrWouldBlock:
+		select {
+		case <-c.wNotify:
+			return nil
+		case <-expired:
+			return c.opError("write", os.ErrDeadlineExceeded)
+		}
+	}
+	if c.closed.Load() {
+		return c.opError("write", net.ErrClosed)
+	}
+	if _, ok := err.(*tcpip.ErrClosedForSend); ok {
+		return c.opError("write", errPipe)
+	}
+	return c.opError("write", goError(err))
 }
 
 // Close implements net.Conn. Blocked Reads and Writes return

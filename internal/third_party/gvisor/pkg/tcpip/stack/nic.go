@@ -378,10 +378,13 @@ func (n *nic) IsLoopback() bool {
 
 // WritePacket implements NetworkEndpoint.
 func (n *nic) WritePacket(r *Route, pkt *PacketBuffer) tcpip.Error {
-	routeInfo, _, err := r.resolvedFields(nil)
+	// ustack: resolveInto, not resolvedFields, to keep this path's
+	// frames small (see resolveInto). The fields it writes into a packet
+	// that must wait for link resolution are written again when the
+	// packet leaves the queue.
+	err := r.resolveInto(&pkt.EgressRoute)
 	switch err.(type) {
 	case nil:
-		pkt.EgressRoute = routeInfo
 		return n.writePacket(pkt)
 	case *tcpip.ErrWouldBlock:
 		// As per relevant RFCs, we should queue packets while we wait for link

@@ -436,6 +436,38 @@ func (r *Route) resolvedFields(afterResolve func(ResolvedFieldsResult)) (RouteIn
 	return fields, ch, err
 }
 
+// resolveInto is resolvedFields(nil) writing the fields into *dst, for
+// nic.WritePacket. ustack: it runs for every packet sent, on the sending
+// goroutine's stack below netstack's whole send path, where
+// resolvedFields' frame (600 bytes) and the RouteInfo it returns by value
+// (twice more in the caller's frame) held a connection's goroutine stack
+// over 4 KiB. The usual cases (no resolution needed, or the neighbor
+// entry cached and resolved) stay here; the rest goes to resolvedFields.
+func (r *Route) resolveInto(dst *RouteInfo) tcpip.Error {
+	r.mu.RLock()
+	*dst = r.fieldsLocked()
+	required := r.isResolutionRequiredRLocked()
+	nEntry := r.neighborEntry
+	r.mu.RUnlock()
+	if !required {
+		return nil
+	}
+	if nEntry != nil {
+		if addr, ok := nEntry.getRemoteLinkAddress(); ok {
+			dst.RemoteLinkAddress = addr
+			return nil
+		}
+	}
+	return r.resolveIntoSlow(dst)
+}
+
+//go:noinline
+func (r *Route) resolveIntoSlow(dst *RouteInfo) tcpip.Error {
+	fields, _, err := r.resolvedFields(nil)
+	*dst = fields
+	return err
+}
+
 func (r *Route) getCachedNeighborEntry() *neighborEntry {
 	r.mu.RLock()
 	defer r.mu.RUnlock()

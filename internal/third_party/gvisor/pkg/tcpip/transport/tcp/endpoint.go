@@ -1459,6 +1459,19 @@ func (e *Endpoint) UpdateLastError(err tcpip.Error) {
 // +checklocksexclude:e.segmentQueue.mu
 // +checklocksexclude:e.pendingProcessingMu
 func (e *Endpoint) Read(dst io.Writer, opts tcpip.ReadOptions) (tcpip.ReadResult, tcpip.Error) {
+	n, err := e.ReadCount(dst, opts)
+	if err != nil {
+		return tcpip.ReadResult{}, err
+	}
+	return tcpip.ReadResult{Count: n, Total: n}, nil
+}
+
+// ReadCount is Read returning only the count. ustack: a ReadResult is
+// 304 bytes, and a caller holds it (with the copies an interface call
+// makes of it) in its frame below every Read; on a connection's goroutine
+// that frame sits under netstack's whole send path when processing the
+// segments queued while the reader held the endpoint sends an ACK.
+func (e *Endpoint) ReadCount(dst io.Writer, opts tcpip.ReadOptions) (int, tcpip.Error) {
 	e.LockUser()
 	defer e.UnlockUser()
 
@@ -1466,7 +1479,7 @@ func (e *Endpoint) Read(dst io.Writer, opts tcpip.ReadOptions) (tcpip.ReadResult
 		if _, ok := err.(*tcpip.ErrClosedForReceive); ok {
 			e.stats.ReadErrors.ReadClosed.Increment()
 		}
-		return tcpip.ReadResult{}, err
+		return 0, err
 	}
 
 	var err error
@@ -1524,12 +1537,9 @@ func (e *Endpoint) Read(dst io.Writer, opts tcpip.ReadOptions) (tcpip.ReadResult
 
 	// If something is read, we must report it. Report error when nothing is read.
 	if done == 0 && err != nil {
-		return tcpip.ReadResult{}, &tcpip.ErrBadBuffer{}
+		return 0, &tcpip.ErrBadBuffer{}
 	}
-	return tcpip.ReadResult{
-		Count: done,
-		Total: done,
-	}, nil
+	return done, nil
 }
 
 // checkRead checks that endpoint is in a readable state.

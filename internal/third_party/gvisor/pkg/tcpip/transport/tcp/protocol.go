@@ -271,7 +271,7 @@ func replyWithReset(st *stack.Stack, s *segment, tos, ipv4TTL uint8, ipv6HopLimi
 	p := stack.NewPacketBuffer(stack.PacketBufferOptions{ReserveHeaderBytes: hdrSize})
 	defer p.DecRef()
 
-	return sendTCP(route, tcpFields{
+	return sendTCP(route, &tcpFields{
 		id:        s.id,
 		ttl:       ttl,
 		tos:       tos,
