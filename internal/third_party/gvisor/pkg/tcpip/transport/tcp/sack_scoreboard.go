@@ -57,18 +57,29 @@ type SACKScoreboard struct {
 	ranges    *btree.BTreeG[header.SACKBlock] `state:"nosave"`
 }
 
+// sackFreeList is the free list of B-tree nodes every scoreboard shares.
+// ustack: btree.NewG gives each tree a free list of its own (a slice of
+// 32 node pointers and a mutex, about 300 bytes), allocated with every
+// connection although most never hold a SACK block. A FreeListG is safe
+// for concurrent use by several trees.
+var sackFreeList = btree.NewFreeListG[header.SACKBlock](btree.DefaultFreeListSize)
+
+func newSACKRanges() *btree.BTreeG[header.SACKBlock] {
+	return btree.NewWithFreeListG[header.SACKBlock](defaultBtreeDegree, sackBlockLess, sackFreeList)
+}
+
 // NewSACKScoreboard returns a new SACK Scoreboard.
 func NewSACKScoreboard(smss uint16, iss seqnum.Value) *SACKScoreboard {
 	return &SACKScoreboard{
 		smss:      smss,
-		ranges:    btree.NewG[header.SACKBlock](defaultBtreeDegree, sackBlockLess),
+		ranges:    newSACKRanges(),
 		maxSACKED: iss,
 	}
 }
 
 // Reset erases all known range information from the SACK scoreboard.
 func (s *SACKScoreboard) Reset() {
-	s.ranges = btree.NewG[header.SACKBlock](defaultBtreeDegree, sackBlockLess)
+	s.ranges = newSACKRanges()
 	s.sacked = 0
 }
 
