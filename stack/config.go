@@ -161,7 +161,7 @@ type Config struct {
 	// at a few segments after a loss: measured here, a Python client's
 	// 16 MiB echo through 2% random loss took 1.0 s with it and 0.5 s
 	// with Reno (the kernel's CUBIC and BBR: 0.1 s; the kernel's Reno:
-	// 0.9–1.4 s). Reno counts ACKs, as Linux's CUBIC does in its
+	// 1.0–1.9 s). Reno counts ACKs, as Linux's CUBIC does in its
 	// Reno-friendly region.
 	CongestionControl string
 	// Trace records a latency breakdown of request/response traffic: the
