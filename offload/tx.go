@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Errors from Tx.
@@ -67,18 +66,16 @@ type Tx struct {
 
 // malformed is Reset's error: a function of its own, taking ints, so
 // that Reset's frame holds no argument lists for fmt (Reset runs on the
-// writing goroutine's stack below netstack's send path). format takes at
-// most two verbs; extra arguments are ignored.
+// writing goroutine's stack below netstack's send path).
 //
 //go:noinline
-func malformed(format string, a, b int) error {
-	switch strings.Count(format, "%") {
-	case 0:
-		return fmt.Errorf("%w: "+format, ErrMalformed)
-	case 1:
-		return fmt.Errorf("%w: "+format, ErrMalformed, a)
+func malformed(format string, args ...int) error {
+	a := make([]any, 1, 1+len(args))
+	a[0] = ErrMalformed
+	for _, v := range args {
+		a = append(a, v)
 	}
-	return fmt.Errorf("%w: "+format, ErrMalformed, a, b)
+	return fmt.Errorf("%w: "+format, a...)
 }
 
 // init sets every field but hdr, which is read only up to hdrLen and
@@ -105,34 +102,34 @@ func (t *Tx) Reset(bufs [][]byte, l4 int, proto uint8, mss int) error {
 	}
 	if proto != protoTCP && proto != protoUDP {
 		if mss > 0 {
-			return malformed("segmentation of protocol %d", int(proto), 0)
+			return malformed("segmentation of protocol %d", int(proto))
 		}
 		t.payload, t.segs = total, 1
 		return nil
 	}
 	if total < ethLen {
-		return malformed("%d bytes", total, 0)
+		return malformed("%d bytes", total)
 	}
 	var eth [ethLen]byte
 	t.gather(eth[:])
 	switch binary.BigEndian.Uint16(eth[12:]) {
 	case etherTypeIPv4:
 		if l4 < ethLen+20 {
-			return malformed("IPv4 transport header at %d", l4, 0)
+			return malformed("IPv4 transport header at %d", l4)
 		}
 	case etherTypeIPv6:
 		t.ipv6 = true
 		if l4 < ethLen+40 {
-			return malformed("IPv6 transport header at %d", l4, 0)
+			return malformed("IPv6 transport header at %d", l4)
 		}
 	default:
-		return malformed("ethertype %#04x", int(binary.BigEndian.Uint16(eth[12:])), 0)
+		return malformed("ethertype %#04x", int(binary.BigEndian.Uint16(eth[12:])))
 	}
 	hl := 8
 	if proto == protoTCP {
 		hl = 20
 	} else if mss > 0 {
-		return malformed("UDP segmentation", 0, 0)
+		return malformed("UDP segmentation")
 	}
 	if l4+hl > total || l4+hl > MaxHeaderLen {
 		return malformed("headers of %d bytes in a packet of %d", l4+hl, total)
@@ -141,20 +138,20 @@ func (t *Tx) Reset(bufs [][]byte, l4 int, proto uint8, mss int) error {
 	if proto == protoTCP {
 		hl = int(t.hdr[l4+12]>>4) * 4
 		if hl < 20 || l4+hl > total || l4+hl > MaxHeaderLen {
-			return malformed("TCP header of %d bytes", hl, 0)
+			return malformed("TCP header of %d bytes", hl)
 		}
 		t.gather(t.hdr[:l4+hl])
 	}
 	t.l4, t.proto, t.hdrLen = l4, proto, l4+hl
 	if v := t.hdr[ethLen] >> 4; t.ipv6 && v != 6 || !t.ipv6 && v != 4 {
-		return malformed("IP version %d", int(v), 0)
+		return malformed("IP version %d", int(v))
 	}
 	if t.ipv6 && t.hdr[ethLen+6] == ipv6Fragment ||
 		!t.ipv6 && binary.BigEndian.Uint16(t.hdr[ethLen+6:])&0x3fff != 0 {
 		// A fragment: its checksum, if any, covers the whole datagram
 		// and was computed before fragmentation.
 		if mss > 0 {
-			return malformed("segmentation of a fragment", 0, 0)
+			return malformed("segmentation of a fragment")
 		}
 		t.init(bufs, 0)
 		t.payload, t.segs = total, 1
@@ -162,7 +159,7 @@ func (t *Tx) Reset(bufs [][]byte, l4 int, proto uint8, mss int) error {
 	}
 	t.payload = total - t.hdrLen
 	if t.payload > 0xffff {
-		return malformed("%d bytes of payload", t.payload, 0)
+		return malformed("%d bytes of payload", t.payload)
 	}
 	t.segs = 1
 	if mss > 0 && t.payload > mss {

@@ -49,27 +49,7 @@ func parseTCP4(f []byte) (s tcpSegment, ok bool) {
 // (relative to the first data segment seen), and lets every
 // retransmission through.
 func dropFirstSends(port uint16, drop func(rel uint32) bool) func([]byte) bool {
-	var mu sync.Mutex
-	var base uint32
-	started := false
-	seen := map[uint32]bool{}
-	return func(f []byte) bool {
-		s, ok := parseTCP4(f)
-		if !ok || s.dstPort != port || s.payload == 0 {
-			return false
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if !started {
-			base, started = s.seq, true
-		}
-		rel := s.seq - base
-		if seen[rel] {
-			return false
-		}
-		seen[rel] = true
-		return drop(rel)
-	}
+	return new(resends).wrap(port, drop)
 }
 
 // resends records, in order, the sequence numbers (relative to the first
@@ -84,23 +64,27 @@ type resends struct {
 }
 
 // wrap returns a drop function for the memory wire that records the
-// frames and leaves the decision to drop (which may be nil).
-func (r *resends) wrap(port uint16, drop func([]byte) bool) func([]byte) bool {
+// frames and drops a frame's first sending if dropFirst (which may be
+// nil) says so, given its relative sequence number.
+func (r *resends) wrap(port uint16, dropFirst func(rel uint32) bool) func([]byte) bool {
 	r.port, r.seen = port, map[uint32]bool{}
 	return func(f []byte) bool {
-		if s, ok := parseTCP4(f); ok && s.dstPort == port && s.payload > 0 {
-			r.mu.Lock()
-			if !r.started {
-				r.base, r.started = s.seq, true
-			}
-			if rel := s.seq - r.base; r.seen[rel] {
-				r.rels = append(r.rels, rel)
-			} else {
-				r.seen[rel] = true
-			}
-			r.mu.Unlock()
+		s, ok := parseTCP4(f)
+		if !ok || s.dstPort != port || s.payload == 0 {
+			return false
 		}
-		return drop != nil && drop(f)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if !r.started {
+			r.base, r.started = s.seq, true
+		}
+		rel := s.seq - r.base
+		if r.seen[rel] {
+			r.rels = append(r.rels, rel)
+			return false
+		}
+		r.seen[rel] = true
+		return dropFirst != nil && dropFirst(rel)
 	}
 }
 
@@ -405,7 +389,7 @@ func gsoBurstLoss(t *testing.T, port uint16, lost uint32, dropACK func(f []byte,
 	mp := newMemPairCfg(t, Adaptive, func(*Config) {}, func(c *Config) { c.NoGRO = true })
 	const size = 10 * 1420
 	var log resends
-	mp.pa.setDrop(log.wrap(port, dropFirstSends(port, func(rel uint32) bool { return rel == lost })))
+	mp.pa.setDrop(log.wrap(port, func(rel uint32) bool { return rel == lost }))
 	if dropACK != nil {
 		mp.pb.setDrop(func(f []byte) bool { return dropACK(f, &log) })
 	}

@@ -22,8 +22,7 @@ import (
 // It gives its port back once the connection has finished closing.
 type tcpConn struct {
 	s    *Stack
-	ep   tcpip.Endpoint
-	tep  *tcp.Endpoint // ep, for ReadCount
+	ep   *tcp.Endpoint
 	wq   *waiter.Queue
 	keys []portKey
 
@@ -46,9 +45,10 @@ type tcpConn struct {
 	closeOnce sync.Once
 }
 
+// newTCPConn wraps ep, which netstack's TCP protocol made (a dialed or an
+// accepted endpoint: *tcp.Endpoint is the only TCP endpoint it makes).
 func newTCPConn(s *Stack, wq *waiter.Queue, ep tcpip.Endpoint, keys []portKey) *tcpConn {
-	c := &tcpConn{s: s, ep: ep, wq: wq, keys: keys}
-	c.tep, _ = ep.(*tcp.Endpoint)
+	c := &tcpConn{s: s, ep: ep.(*tcp.Endpoint), wq: wq, keys: keys}
 	c.rEntry, c.rNotify = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
 	c.wEntry, c.wNotify = waiter.NewChannelEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
 	wq.EventRegister(&c.rEntry)
@@ -90,18 +90,7 @@ func (c *tcpConn) opError(op string, err error) error {
 //go:noinline
 func (c *tcpConn) read(b []byte) (int, tcpip.Error) {
 	c.rbuf = b
-	if c.tep != nil {
-		return c.tep.ReadCount(&c.rbuf, tcpip.ReadOptions{})
-	}
-	return c.readResult()
-}
-
-// readResult is read for an endpoint other than netstack's TCP one.
-//
-//go:noinline
-func (c *tcpConn) readResult() (int, tcpip.Error) {
-	res, err := c.ep.Read(&c.rbuf, tcpip.ReadOptions{})
-	return res.Count, err
+	return c.ep.ReadCount(&c.rbuf, tcpip.ReadOptions{})
 }
 
 // Read implements net.Conn.
