@@ -367,3 +367,61 @@ func awaitSegment(t *testing.T, p *scriptPeer, ok func(seg) bool) seg {
 		}
 	}
 }
+
+// TestRFCSACKBlocksInAnyOrder: after the first, an ACK's SACK blocks come
+// in no particular order (RFC 2018 §4), so an island can be reported
+// only below a higher one. ustack takes every block: once RACK finds the
+// holes lost (RFC 8985), it resends the holes and never a segment the
+// peer SACKed, whichever place its block had.
+func TestRFCSACKBlocksInAnyOrder(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{})
+	c := p.Connect()
+	data := make([]byte, 10*1000)
+	for i := range data {
+		data[i] = byte(i / 997)
+	}
+	if _, err := c.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	var starts []uint32 // each segment's first byte, relative
+	for got := 0; got < len(data); {
+		s, ok := p.next(scriptWait)
+		if !ok {
+			t.Fatalf("ustack sent %d of %d bytes", got, len(data))
+		}
+		starts = append(starts, s.Seq)
+		got += len(s.Payload)
+	}
+	if len(starts) < 6 {
+		t.Fatalf("ustack sent %d bytes in %d segments, want 6 or more", len(data), len(starts))
+	}
+	// Holes at segments 0, 1 and 3; segment 2 is an island only ever
+	// reported second, below segments 4 and 5. What follows 5 is left
+	// unacknowledged (a tail loss probe may resend it).
+	end := func(i int) uint32 { return starts[i+1] }
+	sacked := func(seq uint32) bool {
+		return seq >= starts[2] && seq < end(2) || seq >= starts[4] && seq < end(5)
+	}
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 1, SACK: [][2]uint32{{starts[4], end(5)}, {starts[2], end(2)}}})
+	holes := map[uint32]bool{starts[0]: false, starts[1]: false, starts[3]: false}
+	for n := 0; n < len(holes); {
+		s, ok := p.next(scriptWait)
+		if !ok {
+			t.Fatalf("ustack resent %v of the holes, then nothing", holes)
+		}
+		if len(s.Payload) == 0 {
+			continue
+		}
+		if sacked(s.Seq) {
+			t.Fatalf("ustack resent SACKed data at %d", s.Seq)
+		}
+		if !bytes.Equal(s.Payload, data[s.Seq-1:s.Seq-1+uint32(len(s.Payload))]) {
+			t.Fatalf("resent %d bytes at %d that are not the data sent there", len(s.Payload), s.Seq)
+		}
+		if done, hole := holes[s.Seq]; hole && !done {
+			holes[s.Seq] = true
+			n++
+		}
+	}
+	p.Send(seg{Flags: "A", Seq: 1, Ack: uint32(len(data)) + 1})
+}

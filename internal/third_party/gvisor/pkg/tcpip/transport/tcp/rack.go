@@ -466,7 +466,10 @@ func (rc *rackControl) detectLoss(rcvTime tcpip.MonotonicTime) int {
 	var timeout time.Duration
 	numLost := 0
 	for seg := rc.snd.writeList.Front(); seg != nil && seg.xmitCount != 0; seg = seg.Next() {
-		if rc.snd.ep.scoreboard.IsSACKED(seg.sackBlock()) {
+		// ustack: walkSACK marks what the scoreboard holds (it splits
+		// segments at the blocks' edges), so the mark answers without
+		// a B-tree lookup per segment on every ACK.
+		if seg.acked {
 			continue
 		}
 
@@ -490,6 +493,14 @@ func (rc *rackControl) detectLoss(rcvTime tcpip.MonotonicTime) int {
 			} else if timeRemaining > timeout {
 				timeout = timeRemaining
 			}
+		} else if seg.xmitCount == 1 {
+			// ustack: a segment sent once, after RACK's, ends the
+			// walk: every segment above it was sent later still (a
+			// retransmission is later than its original), as Linux's
+			// walk of its time-ordered queue stops at the first
+			// segment sent after RACK's. Walking the whole window on
+			// every ACK made a large window in recovery CPU-bound.
+			break
 		}
 	}
 
@@ -558,7 +569,7 @@ func (rc *rackControl) DoRecovery(_ *segment, fastRetransmit bool) {
 		}
 
 		// Reset seg.lost as it is already SACKed.
-		if snd.ep.scoreboard.IsSACKED(seg.sackBlock()) {
+		if seg.acked {
 			seg.lost = false
 			continue
 		}

@@ -17,7 +17,6 @@ package tcp
 import (
 	"fmt"
 	"math"
-	"sort"
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/buffer"
@@ -677,6 +676,12 @@ func (s *sender) retransmitTimerExpired() tcpip.Error {
 	// information as we lack more rigorous checks to validate if the SACK
 	// information is usable after an RTO.
 	s.ep.scoreboard.Reset()
+	// ustack: the segments' SACK marks go with the scoreboard, which
+	// RACK's loss detection and recovery read them for.
+	for seg := s.writeList.Front(); seg != nil && seg.xmitCount != 0; seg = seg.Next() {
+		seg.acked = false
+	}
+	s.SackedOut = 0
 	s.updateWriteNext(s.writeList.Front())
 
 	// RFC 1122 4.2.2.17: Start sending zero window probes when we still see a
@@ -1240,6 +1245,24 @@ func (s *sender) SetPipe() {
 		return
 	}
 	pipe := 0
+	if s.ep.tcpRecovery&tcpip.TCPRACKLossDetection != 0 {
+		// ustack: with RACK, every sent segment knows whether it is
+		// SACKed (walkSACK splits segments at the blocks' edges and
+		// marks them) and whether RACK holds it lost (a retransmission
+		// clears the mark until RACK finds the retransmission lost
+		// too). The flight is what is neither, as Linux's
+		// tcp_packets_in_flight counts it: one walk of the sent
+		// segments, where looking each MSS up in the scoreboard's
+		// B-tree twice made recovery with a large window spend most
+		// of its CPU here.
+		for s1 := s.writeList.Front(); s1 != nil && s.isAssignedSequenceNumber(s1) && s1.sequenceNumber.LessThan(s.SndNxt); s1 = s1.Next() {
+			if !s1.acked && !s1.lost && s1.payloadSize() != 0 {
+				pipe += s.pCount(s1, s.MaxPayloadSize)
+			}
+		}
+		s.Outstanding = pipe
+		return
+	}
 	smss := seqnum.Size(s.ep.scoreboard.SMSS())
 	for s1 := s.writeList.Front(); s1 != nil && s1.payloadSize() != 0 && s.isAssignedSequenceNumber(s1); s1 = s1.Next() {
 		// With GSO each segment can be much larger than SMSS. So check the segment
@@ -1409,11 +1432,20 @@ func (s *sender) walkSACK(rcvdSeg *segment) bool {
 
 	// Sort the SACK blocks. The first block is the most recent unacked
 	// block. The following blocks can be in arbitrary order.
-	sackBlocks := make([]header.SACKBlock, n)
-	copy(sackBlocks, rcvdSeg.parsedOptions.SACKBlocks[idx:])
-	sort.Slice(sackBlocks, func(i, j int) bool {
-		return sackBlocks[j].Start.LessThan(sackBlocks[i].Start)
-	})
+	// ustack: in ascending order, as Linux's tcp_sacktag_write_queue
+	// sorts them: the walk below goes up the write list once, so
+	// upstream's descending order marked only the highest block's
+	// segments, and a block reported again lower down (its first ACK
+	// lost) never marked its segments SACKed. At most four blocks,
+	// sorted in place on the stack, not in a heap slice by sort.Slice
+	// on every ACK.
+	var blocks [header.TCPMaxSACKBlocks]header.SACKBlock
+	sackBlocks := blocks[:copy(blocks[:], rcvdSeg.parsedOptions.SACKBlocks[idx:])]
+	for i := 1; i < len(sackBlocks); i++ {
+		for j := i; j > 0 && sackBlocks[j].Start.LessThan(sackBlocks[j-1].Start); j-- {
+			sackBlocks[j-1], sackBlocks[j] = sackBlocks[j], sackBlocks[j-1]
+		}
+	}
 
 	seg := s.writeList.Front()
 	for _, sb := range sackBlocks {
