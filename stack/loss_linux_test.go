@@ -24,7 +24,10 @@ import (
 	"github.com/ustack-dev/ustack/vethtest"
 )
 
-var lossRuns = flag.Int("lossruns", 2, "TestPrivilegedEchoUnderLoss: transfers per server and loss rate")
+var (
+	lossRuns = flag.Int("lossruns", 2, "TestPrivilegedEchoUnderLoss: transfers per server and loss rate")
+	lossCC   = flag.String("losscc", "", "TestPrivilegedEchoUnderLoss: the ustack server's congestion control (default: Config's)")
+)
 
 // TestPrivilegedEchoUnderLoss moves a 16 MiB echo (the kernel client
 // writes and reads at once) through a ustack echo server and through a
@@ -38,7 +41,7 @@ var lossRuns = flag.Int("lossruns", 2, "TestPrivilegedEchoUnderLoss: transfers p
 // belong to benchmarks).
 func TestPrivilegedEchoUnderLoss(t *testing.T) {
 	vethtest.Tools(t, "nft", "ethtool")
-	p, s := newVethStack(t, vethtest.Options{}, Config{})
+	p, s := newVethStack(t, vethtest.Options{}, Config{CongestionControl: *lossCC})
 	for _, h := range []*vethtest.Host{p.Kernel, p.Ustack} {
 		// Frames the rule sees are the frames on the wire: no TSO/GSO
 		// super-frames dropped as one, no GRO merging before input.
@@ -133,9 +136,9 @@ func TestPrivilegedEchoUnderLoss(t *testing.T) {
 						rec = fmt.Sprintf("RTOs %d, fast retransmits %d, loss probes %d",
 							ka["TCPTimeouts"]-kb["TCPTimeouts"], ka["TCPFastRetrans"]-kb["TCPFastRetrans"], ka["TCPLossProbes"]-kb["TCPLossProbes"])
 					} else {
-						rec = fmt.Sprintf("RTOs %d, fast retransmits %d, TLP recoveries %d, probes %d",
+						rec = fmt.Sprintf("RTOs %d, fast retransmits %d, TLP recoveries %d, probes %d, retransmits %d, no TX frame %d",
 							after.TCPTimeouts-before.TCPTimeouts, after.TCPFastRetransmits-before.TCPFastRetransmits, after.TCPTLPRecoveries-before.TCPTLPRecoveries,
-							after.TCPRecoveryProbes-before.TCPRecoveryProbes)
+							after.TCPRecoveryProbes-before.TCPRecoveryProbes, after.TCPRetransmits-before.TCPRetransmits, after.Queues[0].TxNoFrame-before.Queues[0].TxNoFrame)
 					}
 					t.Logf("%s %d%% loss, run %d, %s echo server: %v (dropped %d in, %d out; server %s; client RTOs %d)",
 						hooks, pct, i+1, srv.name, el.Round(time.Millisecond), d1[0]-d0[0], d1[1]-d0[1], rec, ca["TCPTimeouts"]-cb["TCPTimeouts"])

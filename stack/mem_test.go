@@ -173,9 +173,17 @@ func TestMemTCPEcho(t *testing.T) {
 }
 
 // TestMemBulkWithLoss moves 8 MiB each way through a wire that drops 1% of
-// frames in both directions and checks SHA-256 on both ends.
+// frames in both directions and checks SHA-256 on both ends, with each
+// congestion control.
 func TestMemBulkWithLoss(t *testing.T) {
-	mp := newMemPair(t, Adaptive)
+	for _, cc := range []string{"reno", "cubic", "bbr"} {
+		t.Run(cc, func(t *testing.T) { memBulkWithLoss(t, cc) })
+	}
+}
+
+func memBulkWithLoss(t *testing.T, cc string) {
+	set := func(c *Config) { c.CongestionControl = cc }
+	mp := newMemPairCfg(t, Adaptive, set, set)
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(7, 7))
 	drop := func([]byte) bool { mu.Lock(); defer mu.Unlock(); return rng.IntN(100) == 0 }
@@ -466,7 +474,7 @@ func TestConfigValidate(t *testing.T) {
 		{Addrs: []netip.Prefix{good}, Queues: 100},
 		{Addrs: []netip.Prefix{good}, RingSize: 1000},
 		{Addrs: []netip.Prefix{good}, FrameSize: 3000},
-		{Addrs: []netip.Prefix{good}, CongestionControl: "bbr"},
+		{Addrs: []netip.Prefix{good}, CongestionControl: "vegas"},
 		{Addrs: []netip.Prefix{good}, Poll: PollPolicy(9)},
 		{Addrs: []netip.Prefix{good}, Gateway4: netip.MustParseAddr("2001:2::1")},
 	} {

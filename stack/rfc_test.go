@@ -9,6 +9,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 )
 
 // TestRFCAckOfUnsentData: a segment whose ACK acknowledges data ustack
@@ -424,4 +426,73 @@ func TestRFCSACKBlocksInAnyOrder(t *testing.T) {
 		}
 	}
 	p.Send(seg{Flags: "A", Seq: 1, Ack: uint32(len(data)) + 1})
+}
+
+// TestScriptLossKeepsBBRWindow: one segment of a flight lost. Reno
+// halves its window when RACK finds the loss (RFC 5681 §3.2: ssthresh is
+// half the flight, the window ssthresh plus three); BBR does not take
+// random loss for congestion, and for the first round of recovery sends
+// one segment for each one delivered (packet conservation, as Linux's
+// tcp_bbr.c), so its window is the flight the SACK says was delivered.
+func TestScriptLossKeepsBBRWindow(t *testing.T) {
+	for _, tc := range []struct {
+		cc     string
+		ok     func(cwnd, flight int) bool
+		expect string
+	}{
+		{"reno", func(cwnd, flight int) bool { return cwnd <= flight/2+3 }, "at most half the flight plus 3"},
+		{"bbr", func(cwnd, flight int) bool { return cwnd >= flight-1 }, "at least the flight delivered"},
+	} {
+		t.Run(tc.cc, func(t *testing.T) {
+			p := newScriptPeer(t, scriptOptions{Config: func(c *Config) { c.CongestionControl = tc.cc }})
+			c := p.Connect()
+			data := make([]byte, 256<<10)
+			go c.Write(data)
+			// The initial window, acknowledged in one ACK: both grow
+			// the window by what it delivered (slow start, BBR's
+			// STARTUP), and send the next flight.
+			var end uint32
+			for n := 0; n < 10; n++ {
+				s, ok := p.next(scriptWait)
+				if !ok {
+					t.Fatalf("ustack sent %d segments of its initial window", n)
+				}
+				end = s.Seq + uint32(len(s.Payload))
+			}
+			p.Send(seg{Flags: "A", Seq: 1, Ack: end})
+			// The window is 20 segments now; take them (what the
+			// probe timer resends meanwhile is not new).
+			const flight = 20
+			var starts []uint32
+			for len(starts) < flight {
+				s, ok := p.next(scriptWait)
+				if !ok {
+					t.Fatalf("ustack sent a second flight of %d segments, want %d", len(starts), flight)
+				}
+				if len(s.Payload) > 0 && s.Seq >= end {
+					starts = append(starts, s.Seq)
+					end = s.Seq + uint32(len(s.Payload))
+				}
+			}
+			// Everything but the flight's first segment arrived.
+			p.Send(seg{Flags: "A", Seq: 1, Ack: starts[0], SACK: [][2]uint32{{starts[1], end}}})
+			for {
+				s, ok := p.next(scriptWait)
+				if !ok {
+					t.Fatal("ustack did not resend the lost segment")
+				}
+				if s.Seq == starts[0] && len(s.Payload) > 0 {
+					break
+				}
+			}
+			var info tcpip.TCPInfoOption
+			if err := c.(*tcpConn).ep.GetSockOpt(&info); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: flight %d, window %d in recovery", tc.cc, flight, info.SndCwnd)
+			if !tc.ok(int(info.SndCwnd), flight) {
+				t.Errorf("%s: window %d after losing 1 of %d segments, want %s", tc.cc, info.SndCwnd, flight, tc.expect)
+			}
+		})
+	}
 }

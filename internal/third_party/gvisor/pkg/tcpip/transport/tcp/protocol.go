@@ -642,7 +642,7 @@ func newProtocol(s *stack.Stack, cc string, probe TCPProbeFunc) stack.TransportP
 		},
 		sackEnabled:                true,
 		congestionControl:          cc,
-		availableCongestionControl: []string{ccReno, ccCubic},
+		availableCongestionControl: []string{ccReno, ccCubic, ccBBR},
 		moderateReceiveBuffer:      true,
 		lingerTimeout:              DefaultTCPLingerTimeout,
 		timeWaitTimeout:            DefaultTCPTimeWaitTimeout,

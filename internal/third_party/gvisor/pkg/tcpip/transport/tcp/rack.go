@@ -57,6 +57,10 @@ type rackControl struct {
 	// minRTT is the estimated minimum RTT of the connection.
 	minRTT time.Duration
 
+	// newlyLost is the packets the last detectLoss marked lost
+	// (ustack: BBR takes them off its window).
+	newlyLost int `state:"nosave"`
+
 	// tlpRxtOut indicates whether there is an unacknowledged
 	// TLP retransmission.
 	tlpRxtOut bool
@@ -465,6 +469,7 @@ func (rc *rackControl) exitRecovery() {
 func (rc *rackControl) detectLoss(rcvTime tcpip.MonotonicTime) int {
 	var timeout time.Duration
 	numLost := 0
+	rc.newlyLost = 0
 	for seg := rc.snd.writeList.Front(); seg != nil && seg.xmitCount != 0; seg = seg.Next() {
 		// ustack: walkSACK marks what the scoreboard holds (it splits
 		// segments at the blocks' edges), so the mark answers without
@@ -490,6 +495,7 @@ func (rc *rackControl) detectLoss(rcvTime tcpip.MonotonicTime) int {
 			if timeRemaining <= 0 {
 				seg.lost = true
 				numLost++
+				rc.newlyLost += rc.snd.pCount(seg, rc.snd.MaxPayloadSize)
 			} else if timeRemaining > timeout {
 				timeout = timeRemaining
 			}

@@ -168,6 +168,12 @@ type sender struct {
 	// cc is the congestion control algorithm in use for this sender.
 	cc congestionControl
 
+	// bbr is cc when it is BBR, which samples the delivery rate and
+	// sets the window on every ACK (ustack).
+	bbr *bbrState `state:"nosave"`
+	// rate is the delivery-rate sampling state BBR reads (ustack).
+	rate rateState `state:"nosave"`
+
 	// rc has the fields needed for implementing RACK loss detection
 	// algorithm.
 	rc rackControl
@@ -359,7 +365,12 @@ func (s *sender) initCongestionControl(congestionControlName tcpip.CongestionCon
 	s.SndCwnd = InitialCwnd
 	s.Ssthresh = InitialSsthresh
 
+	s.bbr = nil
 	switch congestionControlName {
+	case ccBBR:
+		s.bbr = newBBRCC(s)
+		s.rate = rateState{}
+		return s.bbr
 	case ccCubic:
 		return newCubicCC(s)
 	case ccReno:
@@ -1165,6 +1176,9 @@ func (s *sender) sendData() {
 		s.Outstanding += s.pCount(seg, s.MaxPayloadSize)
 		s.updateWriteNext(seg.Next())
 	}
+	if s.bbr != nil {
+		s.rateCheckAppLimited()
+	}
 
 	s.postXmit(dataSent, true /* shouldScheduleProbe */)
 }
@@ -1473,6 +1487,9 @@ func (s *sender) walkSACK(rcvdSeg *segment) bool {
 				s.rc.detectReorder(seg)
 				seg.acked = true
 				s.SackedOut += s.pCount(seg, s.MaxPayloadSize)
+				if s.bbr != nil {
+					s.rateDelivered(seg, s.pCount(seg, s.MaxPayloadSize), rcvdSeg.rcvdTime)
+				}
 			}
 			seg = seg.Next()
 		}
@@ -1618,6 +1635,9 @@ func (s *sender) inRecovery() bool {
 // +checklocksexclude:s.rtt.rttMutex
 func (s *sender) handleRcvdSegment(rcvdSeg *segment) {
 	bestRTT := unknownRTT
+	if s.bbr != nil {
+		s.rateStartAck()
+	}
 
 	// Check if we can extract an RTT measurement from this ack. Measure against
 	// the ACK's ingress time (rcvdSeg.rcvdTime), not the current clock: if the
@@ -1779,11 +1799,18 @@ func (s *sender) handleRcvdSegment(rcvdSeg *segment) {
 				seg.TrimFront(ackLeft)
 				seg.sequenceNumber.UpdateForward(ackLeft)
 				s.Outstanding -= prevCount - s.pCount(seg, s.MaxPayloadSize)
+				if s.bbr != nil && !seg.acked {
+					s.rateDelivered(seg, prevCount-s.pCount(seg, s.MaxPayloadSize), rcvdSeg.rcvdTime)
+				}
 				break
 			}
 
 			if s.writeNext == seg {
 				s.updateWriteNext(seg.Next())
+			}
+
+			if s.bbr != nil && !seg.acked {
+				s.rateDelivered(seg, s.pCount(seg, s.MaxPayloadSize), rcvdSeg.rcvdTime)
 			}
 
 			// Update the RACK fields if SACK is enabled.
@@ -1863,7 +1890,8 @@ func (s *sender) handleRcvdSegment(rcvdSeg *segment) {
 		// After the reorder window is calculated, detect any loss by checking
 		// if the time elapsed after the segments are sent is greater than the
 		// reorder window.
-		if numLost := s.rc.detectLoss(rcvdSeg.rcvdTime); numLost > 0 && !s.FastRecovery.Active {
+		numLost := s.rc.detectLoss(rcvdSeg.rcvdTime)
+		if numLost > 0 && !s.FastRecovery.Active {
 			// If any segment is marked as lost by
 			// RACK, enter recovery and retransmit
 			// the lost segments.
@@ -1871,10 +1899,15 @@ func (s *sender) handleRcvdSegment(rcvdSeg *segment) {
 			s.enterRecovery()
 			fastRetransmit = true
 		}
+		if s.bbr != nil {
+			s.bbr.onAck(rcvdSeg.rcvdTime, s.rc.newlyLost)
+		}
 
 		if s.FastRecovery.Active {
 			s.rc.DoRecovery(nil, fastRetransmit)
 		}
+	} else if s.bbr != nil {
+		s.bbr.onAck(rcvdSeg.rcvdTime, 0)
 	}
 
 	// Now that we've popped all acknowledged data from the retransmit
@@ -1906,7 +1939,11 @@ func (s *sender) sendSegment(seg *segment) tcpip.Error {
 			s.ep.stack.Stats().TCP.SlowStartRetransmits.Increment()
 		}
 	}
-	seg.xmitTime = s.ep.stack.Clock().NowMonotonic()
+	now := s.ep.stack.Clock().NowMonotonic()
+	if s.bbr != nil {
+		s.rateSent(seg, now)
+	}
+	seg.xmitTime = now
 	seg.xmitCount++
 	seg.lost = false
 
