@@ -368,14 +368,24 @@ func clientBW(p *peer, prm Params) (Result, error) {
 	return r, nil
 }
 
-// runServerTest runs the server's side until the client's "done".
+// serverRecvs is how many receives the server posts before it accepts
+// the connection: the client sends as soon as it has the server's reply,
+// and a SEND that finds no receive posted ends the connection (DDP's
+// untagged "no buffer" error, RFC 5041 section 7.2). One is for the
+// client's "done"; the SEND tests post a ring of them.
+func serverRecvs(test string) int {
+	if test == "send_lat" || test == "send_bw" {
+		return rxDepth
+	}
+	return 1
+}
+
+// runServerTest runs the server's side until the client's "done"; Serve
+// has posted serverRecvs receives.
 func runServerTest(p *peer, prm Params) error {
 	total := prm.Iters + warmup
 	switch prm.Test {
 	case "write_lat":
-		if err := p.postRecvs(1); err != nil {
-			return err
-		}
 		for i := 0; i < total; i++ {
 			v := byte(i%255) + 1
 			if err := p.waitByte(v); err != nil {
@@ -387,9 +397,6 @@ func runServerTest(p *peer, prm Params) error {
 			}
 		}
 	case "send_lat":
-		if err := p.postRecvs(rxDepth); err != nil {
-			return err
-		}
 		for i := 0; i < total; i++ {
 			if _, err := p.poll(p.rcq); err != nil {
 				return err
@@ -402,9 +409,6 @@ func runServerTest(p *peer, prm Params) error {
 			}
 		}
 	case "send_bw":
-		if err := p.postRecvs(rxDepth); err != nil {
-			return err
-		}
 		var reposted uint64
 		for i := 0; i < prm.Iters; i++ {
 			if _, err := p.poll(p.rcq); err != nil {
@@ -426,9 +430,6 @@ func runServerTest(p *peer, prm Params) error {
 	default:
 		// read_lat, atomic_lat, write_bw: the server's memory is the
 		// target; it waits.
-		if err := p.postRecvs(1); err != nil {
-			return err
-		}
 	}
 	// Wait for "done".
 	for {
@@ -490,6 +491,10 @@ func Serve(ctx context.Context, l *qp.Listener) (Params, error) {
 	}
 	defer p.q.Close()
 	p.rkey = prm.rkey
+	if err := p.postRecvs(serverRecvs(prm.Test)); err != nil {
+		req.Reject([]byte(err.Error()))
+		return prm, err
+	}
 	if err := req.Accept(p.q, []byte("ustack-perf rkey="+strconv.FormatUint(uint64(p.mr.Key()), 10))); err != nil {
 		return prm, err
 	}
