@@ -44,6 +44,7 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 	// (a GSO packet may take several batches).
 	var at txPos
 	stalls := 0
+	frames0 := q.txFrames.Load()
 	for at.pkt < len(all) {
 		next := e.writeBatch(q, all[at.pkt:], at.seg)
 		if next == (txPos{0, at.seg}) {
@@ -62,9 +63,13 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 	sent := at.pkt
 	switch {
 	case sent == 0 && at.seg == 0:
-	case q.io.TxQueued() >= batchSize:
-		// A full batch is waiting: send it now rather than after the
-		// worker's next turn.
+	case q.io.TxQueued() >= batchSize || q.txFrames.Load()-frames0 >= writerKickFrames:
+		// A full batch is waiting, or this write was a burst of its
+		// own (a bulk sender's): send it now rather than after the
+		// worker's next turn. In copy mode a kick runs the frames
+		// through veth and the peer's receive path inside sendto; a
+		// burst left to the worker holds its thread there while the
+		// ACKs for the previous burst wait on the RX ring.
 		q.kickQueued()
 	case q.spinning.Load():
 		// The spinning worker kicks at the top of its next loop, once
@@ -84,6 +89,12 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 	}
 	return sent, nil
 }
+
+// writerKickFrames is how many frames one write must queue for its
+// writer to kick even while the worker spins: replies of a frame or two,
+// from however many connections, are left to the worker's batch; a
+// window's worth of bulk data is not.
+const writerKickFrames = 8
 
 // kickQueued kicks for packets WritePackets has already put on the TX
 // ring. A failed kick does not unsend them: they stay queued for the next

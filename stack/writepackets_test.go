@@ -67,3 +67,41 @@ func TestWritePacketsCountsQueuedDespiteKickFailure(t *testing.T) {
 		}
 	}
 }
+
+// countingKickPort is a memory wire end that counts its kicks.
+type countingKickPort struct {
+	*memEnd
+	kicks int
+}
+
+func (p *countingKickPort) Kick() error { p.kicks++; return p.memEnd.Kick() }
+
+// TestWritePacketsKickPolicy: while the worker spins, a writer leaves
+// the kick for a reply of a few frames to the worker's next turn, but a
+// burst of writerKickFrames or more it kicks itself (so that a bulk
+// sender's kicks do not hold the worker away from the RX ring).
+func TestWritePacketsKickPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		n     int
+		kicks int
+	}{{1, 0}, {writerKickFrames - 1, 0}, {writerKickFrames, 1}, {batchSize, 1}} {
+		pa, _, err := newMemWire(1024, 2048)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Poll: Spin}
+		cfg.setDefaults()
+		cp := &countingKickPort{memEnd: pa}
+		ep := newEndpoint([]frameIO{cp}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 1}}, &cfg)
+		ep.queues[0].spinning.Store(true) // a worker spinning, as Spin runs it
+		pkts := udpBatch(tc.n)
+		got, terr := ep.WritePackets(pkts)
+		pkts.DecRef()
+		if got != tc.n || terr != nil {
+			t.Fatalf("write of %d: WritePackets = (%d, %v)", tc.n, got, terr)
+		}
+		if cp.kicks != tc.kicks {
+			t.Errorf("write of %d frames with the worker spinning: %d kicks by the writer, want %d", tc.n, cp.kicks, tc.kicks)
+		}
+	}
+}
