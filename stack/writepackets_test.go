@@ -27,6 +27,19 @@ func udpBatch(n int) gstack.PacketBufferList {
 	return pkts
 }
 
+// writeEndpoint builds a link endpoint without a worker over one end of a
+// memory wire, as port wraps it, and returns it and the wire's other end.
+func writeEndpoint(t *testing.T, poll PollPolicy, port func(*memEnd) frameIO) (*endpoint, *memEnd) {
+	t.Helper()
+	pa, pb, err := newMemWire(1024, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Poll: poll}
+	cfg.setDefaults()
+	return newEndpoint([]frameIO{port(pa)}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 1}}, &cfg), pb
+}
+
 // failingKickPort is a memory wire end whose kicks fail: what is enqueued
 // stays on its TX ring, as on an AF_XDP socket until a kick succeeds.
 type failingKickPort struct {
@@ -42,14 +55,8 @@ func (p *failingKickPort) Kick() error { return errKick }
 // both for a small batch and for a full one (which kicks at once).
 func TestWritePacketsCountsQueuedDespiteKickFailure(t *testing.T) {
 	for _, n := range []int{3, batchSize} {
-		pa, pb, err := newMemWire(1024, 2048)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := Config{Poll: Blocking}
-		cfg.setDefaults()
-		fp := &failingKickPort{memEnd: pa}
-		ep := newEndpoint([]frameIO{fp}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 1}}, &cfg)
+		var pa *memEnd
+		ep, pb := writeEndpoint(t, Blocking, func(m *memEnd) frameIO { pa = m; return &failingKickPort{memEnd: m} })
 		pkts := udpBatch(n)
 		got, terr := ep.WritePackets(pkts)
 		pkts.DecRef()
@@ -85,14 +92,8 @@ func TestWritePacketsKickPolicy(t *testing.T) {
 		n     int
 		kicks int
 	}{{1, 0}, {writerKickFrames - 1, 0}, {writerKickFrames, 1}, {batchSize, 1}} {
-		pa, _, err := newMemWire(1024, 2048)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := Config{Poll: Spin}
-		cfg.setDefaults()
-		cp := &countingKickPort{memEnd: pa}
-		ep := newEndpoint([]frameIO{cp}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 1}}, &cfg)
+		var cp *countingKickPort
+		ep, _ := writeEndpoint(t, Spin, func(m *memEnd) frameIO { cp = &countingKickPort{memEnd: m}; return cp })
 		ep.queues[0].spinning.Store(true) // a worker spinning, as Spin runs it
 		pkts := udpBatch(tc.n)
 		got, terr := ep.WritePackets(pkts)
