@@ -164,6 +164,11 @@ type bbrState struct {
 	// PROBE_RTT.
 	probeRTTDone      tcpip.MonotonicTime
 	probeRTTRoundDone bool
+	// idleRestart is set when the sender starts a flight after idling
+	// application-limited, until a sample delivers data: the first ACKs
+	// after a pause refresh an expired min-RTT instead of entering
+	// PROBE_RTT (Linux's idle_restart).
+	idleRestart bool
 
 	// ACK aggregation: packets acknowledged beyond what the estimated
 	// bandwidth explains, windowed over two halves of
@@ -364,12 +369,15 @@ func (b *bbrState) updateMinRTT(rs *rateSample, now tcpip.MonotonicTime) {
 		b.minRTT = max(rs.rtt, time.Microsecond)
 		b.minRTTStamp = now
 	}
-	if expired && b.mode != bbrProbeRTT {
+	if expired && !b.idleRestart && b.mode != bbrProbeRTT {
 		// Drain the queue for a moment to see the path's own round
 		// trip again.
 		b.mode = bbrProbeRTT
 		b.saveCwnd()
 		b.probeRTTDone = tcpip.MonotonicTime{}
+	}
+	if rs.delivered > 0 {
+		b.idleRestart = false
 	}
 	if b.mode != bbrProbeRTT {
 		return

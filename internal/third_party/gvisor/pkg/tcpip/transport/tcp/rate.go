@@ -82,11 +82,15 @@ type rateState struct {
 // +checklocks:s.ep.mu
 func (s *sender) rateSent(seg *segment, now tcpip.MonotonicTime) {
 	r := &s.rate
-	if s.Outstanding == 0 {
+	if s.SndUna == s.SndNxt {
 		// Nothing in flight: a new flight starts, and the idle time
 		// before it is not part of any interval.
 		r.firstSentTime = now
 		r.deliveredTime = now
+		if r.appLimitedUntil != 0 {
+			// Restarting from idle (Linux's CA_EVENT_TX_START).
+			s.bbr.idleRestart = true
+		}
 	}
 	seg.rate = rateStamp{
 		delivered:     r.delivered,
