@@ -167,6 +167,11 @@ type Config struct {
 	// "bbr" is BBR version 1 as Linux has it (netstack patch 0066),
 	// setting the window only, since netstack has no pacer: it keeps the
 	// window its bandwidth and delay model gives through random loss.
+	// Measured on a 2-vCPU veth pair with 2% and 5% random loss, a 16
+	// MiB echo took 1.5× the kernel's time with it (Reno: 1.7× and
+	// 3.1×), but it resent 3–6× what was lost, since its larger flights'
+	// ACKs reached ustack milliseconds late there; README's Known issues
+	// has the figures.
 	CongestionControl string
 	// Trace records a latency breakdown of request/response traffic: the
 	// time from a request's frame leaving the RX ring to netstack being
