@@ -169,7 +169,7 @@ type Config struct {
 	// window its bandwidth and delay model gives through random loss.
 	// Measured on a 2-vCPU veth pair with 2% and 5% random loss, a 16
 	// MiB echo took 1.5× the kernel's time with it (Reno: 1.7× and
-	// 3.1×), but it resent 3–6× what was lost, since its larger flights'
+	// 3.1×), but it resent 1.3–5.8× what was lost, since its larger flights'
 	// ACKs reached ustack milliseconds late there; README's Known issues
 	// has the figures.
 	CongestionControl string
