@@ -6,6 +6,7 @@ package stack
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -423,6 +424,66 @@ func TestRFCSACKBlocksInAnyOrder(t *testing.T) {
 		if done, hole := holes[s.Seq]; hole && !done {
 			holes[s.Seq] = true
 			n++
+		}
+	}
+	p.Send(seg{Flags: "A", Seq: 1, Ack: uint32(len(data)) + 1})
+}
+
+// TestScriptACKBatchActsOnItsLastACK: two ACKs reach ustack in one
+// receive batch, as a burst that waited on the RX ring does. The first
+// SACKs segments 5 to 7 of 10, which alone has RACK take 0 to 4 for lost
+// (three segments SACKed above them: no reordering window) and resend
+// them; the second, right behind it, acknowledges 0 to 7 cumulatively.
+// Loss detection and sending wait for a batch's last ACK (netstack patch
+// 0067), so nothing below 7 is resent: the first ACK's view is stale.
+//
+// With 64 copies of the first ACK in front (duplicate ACKs, three of
+// which alone start fast retransmit), the last ACK is in the RX ring's
+// second batch: the worker takes a full batch's successors before TCP
+// runs (maxRxBatches), so it is seen as well.
+func TestScriptACKBatchActsOnItsLastACK(t *testing.T) {
+	for _, repeat := range []int{0, batchSize} {
+		t.Run(fmt.Sprintf("%d duplicates", repeat), func(t *testing.T) { testACKBatch(t, repeat) })
+	}
+}
+
+func testACKBatch(t *testing.T, repeat int) {
+	p := newScriptPeer(t, scriptOptions{})
+	c := p.Connect()
+	data := make([]byte, 10*1460)
+	for i := range data {
+		data[i] = byte(i / 1009)
+	}
+	if _, err := c.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	var starts []uint32
+	for got := 0; got < len(data); {
+		s, ok := p.next(scriptWait)
+		if !ok {
+			t.Fatalf("ustack sent %d of %d bytes", got, len(data))
+		}
+		starts = append(starts, s.Seq)
+		got += len(s.Payload)
+	}
+	if len(starts) < 10 {
+		t.Fatalf("ustack sent %d bytes in %d segments, want 10", len(data), len(starts))
+	}
+	end7 := starts[8]
+	first := seg{Flags: "A", Seq: 1, Ack: 1, SACK: [][2]uint32{{starts[5], end7}}}
+	batch := []seg{first}
+	for range repeat {
+		batch = append(batch, first)
+	}
+	p.SendBatch(append(batch, seg{Flags: "A", Seq: 1, Ack: end7})...)
+	deadline := time.Now().Add(100 * time.Millisecond)
+	for {
+		s, ok := p.next(time.Until(deadline))
+		if !ok {
+			break
+		}
+		if len(s.Payload) > 0 && s.Seq < end7 {
+			t.Fatalf("ustack resent %d bytes at %d, acknowledged by the last ACK of the burst", len(s.Payload), s.Seq)
 		}
 	}
 	p.Send(seg{Flags: "A", Seq: 1, Ack: uint32(len(data)) + 1})

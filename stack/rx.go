@@ -51,13 +51,27 @@ func (e *endpoint) worker(i int, q *queue) {
 			if t := e.trace; t != nil {
 				t.rx()
 			}
-			e.deliver(q, q.rxDescs[:n])
+			e.deliverBatch(q, q.rxDescs[:n])
+			q.io.Recycle(q.rxDescs[:n])
+			// A full batch leaves more on the ring, under load most
+			// often the rest of a burst of ACKs: take it too before
+			// TCP runs, so that loss detection and sending act on
+			// everything the peer has reported rather than on the
+			// first batch's stale view (netstack defers them to a
+			// connection's last queued segment). deliverBatch copied
+			// the frames, so they are recycled at once.
+			for b := 1; n == batchSize && b < maxRxBatches; b++ {
+				if n = q.io.Receive(q.rxDescs[:]); n > 0 {
+					e.deliverBatch(q, q.rxDescs[:n])
+					q.io.Recycle(q.rxDescs[:n])
+				}
+			}
+			q.runDeferred()
 			if t := e.trace; t != nil {
 				t.processed()
 			}
-			q.io.Recycle(q.rxDescs[:n])
 			idle = 0
-			// The TCP processing in deliver readied the application
+			// The TCP processing in runDeferred readied the application
 			// goroutines it had data for, most likely into this P's
 			// runnext: let them run (and write their replies before
 			// the next kick) here and now rather than wait to be
@@ -96,7 +110,7 @@ func (e *endpoint) worker(i int, q *queue) {
 	}
 }
 
-// deliver hands a batch of received frames to netstack, copying each once
+// deliverBatch hands a batch of received frames to netstack, copying each once
 // into a pooled netstack buffer. TCP and UDP checksums (and IPv4 header
 // checksums) are verified here, once, with package offload unless
 // trusted: a packet that fails is dropped and counted, a packet that
@@ -105,7 +119,7 @@ func (e *endpoint) worker(i int, q *queue) {
 // go to netstack unmarked, and netstack checks them. With GRO, runs of
 // verified in-order segments of one TCP flow are first merged into one
 // packet (offload.ParseTCP, Follows, Merge), copied once as well.
-func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
+func (e *endpoint) deliverBatch(q *queue, descs []xsk.Desc) {
 	d := e.loadDispatcher()
 	if d == nil {
 		return
@@ -125,12 +139,26 @@ func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
 		i++
 	}
 	q.rxPackets.Add(uint64(len(descs)))
+}
+
+// deliver delivers a batch and runs the TCP processing it calls for.
+func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
+	e.deliverBatch(q, descs)
+	q.runDeferred()
+}
+
+// runDeferred runs to completion the TCP processing the batches delivered
+// since the last call require: here, on the worker, outside netstack's
+// demuxer locks, once per endpoint; it readies the application
+// goroutines it has data for.
+func (q *queue) runDeferred() {
 	q.rxInline.Add(uint64(len(q.deferred.work)))
-	// Run to completion: the TCP processing the batch calls for happens
-	// here, on the worker, outside netstack's demuxer locks, once per
-	// endpoint; it readies the application goroutines it has data for.
 	q.deferred.run()
 }
+
+// maxRxBatches is how many full batches the worker takes from the RX ring
+// before running the TCP processing they call for.
+const maxRxBatches = 4
 
 // The worker's verdicts on received frames.
 const (

@@ -296,6 +296,22 @@ func (p *scriptPeer) Accept() net.Conn {
 // describes; any seg carries the SACK blocks it lists.
 func (p *scriptPeer) Send(s seg) {
 	p.t.Helper()
+	p.SendBatch(s)
+}
+
+// SendBatch injects segs into ustack at once: its worker receives them in
+// one batch, as it does a burst that waited on the RX ring.
+func (p *scriptPeer) SendBatch(segs ...seg) {
+	p.t.Helper()
+	for _, s := range segs {
+		p.enqueue(s)
+	}
+	p.wire.Kick()
+}
+
+// enqueue writes s onto the wire's TX ring; the next Kick sends it.
+func (p *scriptPeer) enqueue(s seg) {
+	p.t.Helper()
 	flags := parseFlags(p.t, s.Flags)
 	var opts [40]byte
 	n := 0
@@ -401,7 +417,6 @@ func (p *scriptPeer) Send(s seg) {
 	if p.wire.Enqueue([]xsk.Desc{{Addr: addr, Len: uint32(total)}}) != 1 {
 		p.t.Fatal("scripted peer: the wire's ring is full")
 	}
-	p.wire.Kick()
 }
 
 // next returns the next segment ustack sends on the connection, waiting up

@@ -25,8 +25,9 @@ type QueueStats struct {
 	// checksum left for offload (CHECKSUM_PARTIAL) by a veth peer.
 	RxPartialChecksum uint64
 	// RxInline counts TCP endpoints whose received segments the worker
-	// processed itself, after an RX batch (at most one per endpoint and
-	// batch), instead of waking a netstack processor goroutine.
+	// processed itself, after an RX round (at most one per endpoint and
+	// round: a batch, or up to four full ones), instead of waking a
+	// netstack processor goroutine.
 	RxInline uint64
 	// RxCoalesced counts received TCP segments GRO merged into the
 	// segment before them (unless Config.NoGRO).

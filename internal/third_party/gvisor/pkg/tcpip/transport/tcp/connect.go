@@ -1279,20 +1279,27 @@ func (e *Endpoint) handleSegmentsLocked() tcpip.Error {
 	hadHole := e.rcv.pendingRcvdSegments.Len() > 0
 	for i := 0; i < maxSegmentsPerWake; i++ {
 		if state := e.EndpointState(); state.closed() || state == StateTimeWait || state == StateError {
+			e.snd.ackBatch, e.snd.ackPending = false, false
 			return nil
 		}
 		s := e.segmentQueue.dequeue()
 		if s == nil {
 			break
 		}
+		// ustack: an ACK with more queued behind it leaves loss
+		// detection and sending to the last (sender.ackBatch).
+		e.snd.ackBatch = i < maxSegmentsPerWake-1 && !e.segmentQueue.empty()
 		cont, err := e.handleSegmentLocked(s)
 		s.DecRef()
-		if err != nil {
+		if err != nil || !cont {
+			e.snd.ackBatch, e.snd.ackPending = false, false
 			return err
 		}
-		if !cont {
-			return nil
-		}
+	}
+	if e.EndpointState().connected() {
+		e.snd.finishAckBatch()
+	} else {
+		e.snd.ackBatch, e.snd.ackPending = false, false
 	}
 
 	// The remote ACK-ing at least 1 byte is an indication that we have a

@@ -386,6 +386,9 @@ func processEndpoint(ep *Endpoint) {
 	}
 }
 
+// inlineRounds is how many wakes' worth of segments RunDeferred processes.
+const inlineRounds = 4
+
 // RunDeferred implements stack.DeferredWork: it processes the segments
 // queued to e on the calling goroutine (ustack: the link endpoint's
 // worker, after its receive batch). What it cannot process — the endpoint
@@ -399,8 +402,16 @@ func (e *Endpoint) RunDeferred() {
 	// Only the states whose handlers merely try the endpoint lock run
 	// here: the delivering goroutine must never block on it (a closed
 	// endpoint's drain takes it unconditionally).
-	if st := e.EndpointState(); st != StateError && st != StateClose {
+	// A wake handles maxSegmentsPerWake segments: a few rounds take
+	// the several batches a busy worker delivers at once.
+	for i := 0; i < inlineRounds; i++ {
+		if st := e.EndpointState(); st == StateError || st == StateClose {
+			break
+		}
 		processEndpoint(e)
+		if e.segmentQueue.empty() || e.isOwnedByUser() {
+			break
+		}
 	}
 	if !e.segmentQueue.empty() && !e.isOwnedByUser() {
 		e.protocol.dispatcher.selectProcessor(e.ID).queueEndpoint(e)

@@ -174,6 +174,21 @@ type sender struct {
 	// rate is the delivery-rate sampling state BBR reads (ustack).
 	rate rateState `state:"nosave"`
 
+	// ackBatch is set while the endpoint processes a segment with more
+	// queued behind it: the ACK updates the scoreboard, the window and
+	// the RTT as usual, but RACK's loss detection, recovery and sending
+	// wait for the last segment of the batch, which sees everything the
+	// batch reported (ustack). ackPending records that a deferred ACK's
+	// tail is owed, ackPendingTime its arrival time and
+	// ackPendingFastRetransmit whether one entered recovery on duplicate
+	// ACKs, with SND.UNA then at ackPendingUna: a later ACK of the batch
+	// that moves SND.UNA makes that retransmission of SND.UNA stale.
+	ackBatch                 bool                `state:"nosave"`
+	ackPending               bool                `state:"nosave"`
+	ackPendingFastRetransmit bool                `state:"nosave"`
+	ackPendingUna            seqnum.Value        `state:"nosave"`
+	ackPendingTime           tcpip.MonotonicTime `state:"nosave"`
+
 	// rc has the fields needed for implementing RACK loss detection
 	// algorithm.
 	rc rackControl
@@ -1887,25 +1902,21 @@ func (s *sender) handleRcvdSegment(rcvdSeg *segment) {
 		//	* Step 4: Update RACK reordering window
 		s.rc.updateRACKReorderWindow()
 
-		// After the reorder window is calculated, detect any loss by checking
-		// if the time elapsed after the segments are sent is greater than the
-		// reorder window.
-		numLost := s.rc.detectLoss(rcvdSeg.rcvdTime)
-		if numLost > 0 && !s.FastRecovery.Active {
-			// If any segment is marked as lost by
-			// RACK, enter recovery and retransmit
-			// the lost segments.
-			s.cc.HandleLossDetected()
-			s.enterRecovery()
-			fastRetransmit = true
+		if s.ackBatch {
+			// ustack: more segments are queued behind this one;
+			// the last of them detects loss and sends (ackTail).
+			s.ackPending = true
+			s.ackPendingTime = rcvdSeg.rcvdTime
+			if fastRetransmit {
+				s.ackPendingFastRetransmit, s.ackPendingUna = true, s.SndUna
+			}
+			if s.bbr != nil {
+				s.bbr.onAck(rcvdSeg.rcvdTime, 0)
+			}
+			return
 		}
-		if s.bbr != nil {
-			s.bbr.onAck(rcvdSeg.rcvdTime, s.rc.newlyLost)
-		}
-
-		if s.FastRecovery.Active {
-			s.rc.DoRecovery(nil, fastRetransmit)
-		}
+		s.ackTail(rcvdSeg.rcvdTime, fastRetransmit, true)
+		return
 	} else if s.bbr != nil {
 		s.bbr.onAck(rcvdSeg.rcvdTime, 0)
 	}
@@ -1927,6 +1938,59 @@ func (s *sender) handleRcvdSegment(rcvdSeg *segment) {
 	// to a duplicate ack during fast recovery. This will also re-enable
 	// the retransmit timer if needed.
 	s.sendData()
+}
+
+// ackTail is the end of an ACK's processing with RACK: detect loss,
+// enter recovery, retransmit and send new data. It runs for the last
+// segment of a batch the endpoint processes, or after the batch when
+// that segment did not reach it (finishAckBatch), with the state every
+// ACK of the batch left (ustack).
+//
+// +checklocks:s.ep.mu
+// +checklocksexclude:s.rtt.rttMutex
+func (s *sender) ackTail(rcvTime tcpip.MonotonicTime, fastRetransmit, onAck bool) {
+	if s.ackPending {
+		if s.ackPendingFastRetransmit && s.ackPendingUna == s.SndUna {
+			fastRetransmit = true
+		}
+		s.ackPending, s.ackPendingFastRetransmit = false, false
+	}
+	// After the reorder window is calculated, detect any loss by checking
+	// if the time elapsed after the segments are sent is greater than the
+	// reorder window.
+	numLost := s.rc.detectLoss(rcvTime)
+	if numLost > 0 && !s.FastRecovery.Active {
+		// If any segment is marked as lost by
+		// RACK, enter recovery and retransmit
+		// the lost segments.
+		s.cc.HandleLossDetected()
+		s.enterRecovery()
+		fastRetransmit = true
+	}
+	if s.bbr != nil && onAck {
+		s.bbr.onAck(rcvTime, s.rc.newlyLost)
+	}
+
+	if s.FastRecovery.Active {
+		s.rc.DoRecovery(nil, fastRetransmit)
+	}
+
+	// Send more data now that some of the pending data has been ack'd, or
+	// that the window opened up. This will also re-enable the
+	// retransmit timer if needed.
+	s.sendData()
+}
+
+// finishAckBatch runs the tail a batch's ACKs deferred, if its last
+// segment did not (ustack).
+//
+// +checklocks:s.ep.mu
+// +checklocksexclude:s.rtt.rttMutex
+func (s *sender) finishAckBatch() {
+	s.ackBatch = false
+	if s.ackPending {
+		s.ackTail(s.ackPendingTime, false, false)
+	}
 }
 
 // sendSegment sends the specified segment.
