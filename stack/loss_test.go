@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 )
 
 // tcpSegment is what the loss tests need of a frame on the memory wire.
@@ -320,6 +322,59 @@ func TestMemProbeAfterUnansweredTLP(t *testing.T) {
 	before := mp.a.Stats()
 	sendAndCheck(t, c, got, bytes.Repeat([]byte("tlp!"), size/4))
 	checkProbed(t, mp, l, before)
+}
+
+// TestMemProbeTimeoutFloor loses the ACK of a write of four segments:
+// the tail loss probe that resends its last one must wait at least 2 ms
+// after it was first sent, twice the smoothed round trip plus Linux's
+// TCP_TIMEOUT_MIN (netstack patch 0068). With twice the round trip alone
+// (tens of microseconds on a LAN) a receiver descheduled for longer than
+// that drew a probe every time. A loaded machine only makes the gap
+// longer.
+func TestMemProbeTimeoutFloor(t *testing.T) {
+	mp := newMemPair(t, Spin)
+	const port, size = 5006, 4 * 1420
+	l := newACKLoss(port, size, 2)
+	var mu sync.Mutex
+	var last, probe time.Time
+	sent := map[uint32]bool{}
+	data := l.data(nil)
+	mp.pa.setDrop(func(f []byte) bool {
+		if s, ok := parseTCP4(f); ok && s.dstPort == port && s.payload > 0 {
+			now := time.Now()
+			mu.Lock()
+			if !sent[s.seq] {
+				sent[s.seq], last = true, now
+			} else if probe.IsZero() {
+				probe = now
+			}
+			mu.Unlock()
+		}
+		return data(f)
+	})
+	mp.pb.setDrop(l.acks)
+	c, got := lossPair(t, mp, port, size)
+	// No RTT sample after this one: every ACK of the write is lost.
+	var info tcpip.TCPInfoOption
+	if err := c.(*tcpConn).ep.GetSockOpt(&info); err != nil {
+		t.Fatal(err)
+	}
+	sendAndCheck(t, c, got, bytes.Repeat([]byte("pto!"), size/4))
+	select {
+	case <-l.passed: // an ACK of the whole write got through
+	case <-time.After(30 * time.Second):
+		t.Fatal("no ACK of the write got through")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if probe.IsZero() {
+		t.Fatal("nothing was sent again: the test lost no ACK")
+	}
+	// The timer starts after the last segment's frame is written, so
+	// the gap is the probe timeout or more.
+	if gap, want := probe.Sub(last), 2*info.RTT+2*time.Millisecond; gap < want {
+		t.Errorf("the probe went %v after the last segment it probes for, want twice the smoothed round trip (%v) plus 2 ms", gap, info.RTT)
+	}
 }
 
 // TestMemGSOLossInsideBurst loses the ninth of ten frames that netstack

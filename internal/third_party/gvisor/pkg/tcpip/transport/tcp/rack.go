@@ -31,6 +31,11 @@ const (
 	// See: https://tools.ietf.org/html/draft-ietf-tcpm-rack-08#section-7.5.
 	wcDelayedACKTimeout = 200 * time.Millisecond
 
+	// tlpTimeoutMin is added to a probe timeout of more than one
+	// outstanding segment (ustack): Linux's TCP_TIMEOUT_MIN, two jiffies,
+	// 2 ms at HZ=1000.
+	tlpTimeoutMin = 2 * time.Millisecond
+
 	// tcpRACKRecoveryThreshold is the number of loss recoveries for which
 	// the reorder window is inflated and after that the reorder window is
 	// reset to its initial value of minRTT/4.
@@ -215,6 +220,13 @@ func (s *sender) schedulePTO() {
 		// section 4.2), so no allowance for a delayed ACK.
 		if s.Outstanding == 1 && s.state != tcpip.SACKRecovery {
 			pto += wcDelayedACKTimeout
+		} else {
+			// ustack: plus a floor, as Linux's
+			// tcp_schedule_loss_probe adds TCP_TIMEOUT_MIN (two
+			// jiffies): on a LAN twice the round trip is tens of
+			// microseconds, less than a scheduling delay, and
+			// probes fired at every hiccup of the receiver.
+			pto += tlpTimeoutMin
 		}
 	}
 	s.rtt.Unlock()
