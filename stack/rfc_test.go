@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -487,6 +488,68 @@ func testACKBatch(t *testing.T, repeat int) {
 		}
 	}
 	p.Send(seg{Flags: "A", Seq: 1, Ack: uint32(len(data)) + 1})
+}
+
+// TestScriptFINLostInRecovery: ustack writes four segments and closes; the
+// first segment is lost, and once it is resent the peer acknowledges all
+// the data but never the FIN, which stays lost. The FIN, outside the
+// pipe's count of segments (it carries no data), must still be resent by
+// the retransmission timer once the recovery probes are spent. ustack
+// used to arm that timer only with segments counted in flight, and a
+// connection closing through loss (TestMemFaultsIntegrity/corrupt2) stalled
+// in LAST-ACK with no timer at all (netstack patch 0069).
+func TestScriptFINLostInRecovery(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{})
+	c := p.Connect()
+	data := make([]byte, 4*1424)
+	if _, err := c.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var starts []uint32
+	var fin uint32
+	for fin == 0 {
+		s, ok := p.next(scriptWait)
+		if !ok {
+			t.Fatalf("ustack sent %d segments and no FIN", len(starts))
+		}
+		if len(s.Payload) > 0 && (len(starts) == 0 || s.Seq > starts[len(starts)-1]) {
+			starts = append(starts, s.Seq)
+		}
+		if strings.Contains(s.Flags, "F") {
+			fin = s.Seq + uint32(len(s.Payload))
+		}
+	}
+	if len(starts) < 4 {
+		t.Fatalf("ustack sent the data in %d segments, want 4 or more", len(starts))
+	}
+	end := uint32(len(data)) + 1
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 1, SACK: [][2]uint32{{starts[1], end}}})
+	for {
+		s, ok := p.next(scriptWait)
+		if !ok {
+			t.Fatal("ustack did not resend the lost first segment")
+		}
+		if s.Seq == 1 && len(s.Payload) > 0 {
+			break
+		}
+	}
+	p.Send(seg{Flags: "A", Seq: 1, Ack: end})
+	// Recovery probes (at most four) and then the retransmission
+	// timer resend the FIN; two more than the probes show the timer.
+	fins := 0
+	for fins < 6 {
+		s, ok := p.next(scriptWait)
+		if !ok {
+			t.Fatalf("ustack sent the FIN %d times after the data was acknowledged, then nothing for %v", fins, scriptWait)
+		}
+		if strings.Contains(s.Flags, "F") && s.Seq+uint32(len(s.Payload)) == fin {
+			fins++
+		}
+	}
+	p.Send(seg{Flags: "A", Seq: 1, Ack: fin + 1})
 }
 
 // TestScriptLossKeepsBBRWindow: one segment of a flight lost. Reno

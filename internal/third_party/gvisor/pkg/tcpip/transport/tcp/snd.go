@@ -1141,11 +1141,12 @@ func (s *sender) postXmit(dataSent bool, shouldScheduleProbe bool) {
 			// Nothing new: the probe timer stays as it was.
 		} else if !s.resendTimer.enabled() {
 			s.probeTimer.disable()
-			if s.Outstanding > 0 {
-				// Enable the resend timer if it's not enabled yet and there is
-				// outstanding data.
-				s.resendTimer.enable(s.RTO)
-			}
+			// Enable the resend timer if it's not enabled yet: something
+			// is unacknowledged (SND.UNA != SND.NXT), RFC 6298 section
+			// 5.1. ustack: whatever Outstanding counts; the pipe in
+			// recovery does not count a FIN, and a lost FIN then had
+			// no timer to resend it.
+			s.resendTimer.enable(s.RTO)
 		}
 	}
 }
@@ -1285,7 +1286,9 @@ func (s *sender) SetPipe() {
 		// B-tree twice made recovery with a large window spend most
 		// of its CPU here.
 		for s1 := s.writeList.Front(); s1 != nil && s.isAssignedSequenceNumber(s1) && s1.sequenceNumber.LessThan(s.SndNxt); s1 = s1.Next() {
-			if !s1.acked && !s1.lost && s1.payloadSize() != 0 {
+			if !s1.acked && !s1.lost && (s1.payloadSize() != 0 || s1.flags.Contains(header.TCPFlagFin)) {
+				// A FIN is a packet in flight too (Linux counts
+				// its skb).
 				pipe += s.pCount(s1, s.MaxPayloadSize)
 			}
 		}
