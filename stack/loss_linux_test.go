@@ -26,6 +26,7 @@ import (
 
 var (
 	lossRuns = flag.Int("lossruns", 2, "TestPrivilegedEchoUnderLoss: transfers per server and loss rate")
+	lossPcap = flag.String("losspcap", "", "TestPrivilegedEchoUnderLoss: write the ustack server's capture (headers, 128 bytes a frame) to this file")
 	lossCC   = flag.String("losscc", "", "TestPrivilegedEchoUnderLoss: the ustack server's congestion control (default: Config's)")
 )
 
@@ -41,7 +42,18 @@ var (
 // belong to benchmarks).
 func TestPrivilegedEchoUnderLoss(t *testing.T) {
 	vethtest.Tools(t, "nft", "ethtool")
-	p, s := newVethStack(t, vethtest.Options{}, Config{CongestionControl: *lossCC})
+	cfg := Config{CongestionControl: *lossCC}
+	if *lossPcap != "" {
+		f, err := os.Create(*lossPcap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Registered first, so it runs after the stack's Close has
+		// flushed the capture.
+		t.Cleanup(func() { f.Close() })
+		cfg.Capture = &Capture{W: f, SnapLen: 128, MaxBytes: 1 << 30}
+	}
+	p, s := newVethStack(t, vethtest.Options{}, cfg)
 	for _, h := range []*vethtest.Host{p.Kernel, p.Ustack} {
 		// Frames the rule sees are the frames on the wire: no TSO/GSO
 		// super-frames dropped as one, no GRO merging before input.
