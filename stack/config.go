@@ -155,23 +155,20 @@ type Config struct {
 	// (several KiB, against the kernel's few hundred bytes), so without a
 	// bound a server closing 10,000 connections a second holds 50,000.
 	MaxTimeWait int
-	// CongestionControl is "reno" (default), "cubic" or "bbr".
+	// CongestionControl is "bbr" (default), "reno" or "cubic".
 	//
-	// Reno halves the window at every loss; on a LAN whose round trip is
-	// tens of microseconds it grows back one segment per round trip, so
-	// random loss holds it near ten segments. netstack's CUBIC grows by
-	// elapsed time over a smoothed RTT floored at 1 ms, so on such a LAN
-	// it stays at a few segments after a loss (a Python client's 16 MiB
-	// echo through 2% random loss: 1.0 s with CUBIC, 0.5 s with Reno;
-	// the kernel's CUBIC and BBR 0.1 s, the kernel's Reno 1.0–1.9 s).
 	// "bbr" is BBR version 1 as Linux has it (netstack patch 0066),
-	// setting the window only, since netstack has no pacer: it keeps the
-	// window its bandwidth and delay model gives through random loss.
-	// Measured on a 2-vCPU veth pair with 2% and 5% random loss, a 16
-	// MiB echo took 1.5× the kernel's time with it (Reno: 1.7× and
-	// 3.1×), but it resent 1.3–5.8× what was lost, since its larger flights'
-	// ACKs reached ustack milliseconds late there; README's Known issues
-	// has the figures.
+	// setting the window only, since netstack has no pacer: through
+	// random loss it keeps the window its bandwidth and delay model
+	// gives. Reno halves the window at every loss; on a LAN whose round
+	// trip is tens of microseconds it grows back one segment per round
+	// trip, so random loss holds it near ten segments. netstack's CUBIC
+	// grows by elapsed time over a smoothed RTT floored at 1 ms, so on
+	// such a LAN it stays at a few segments after a loss. Measured on a
+	// 2-vCPU veth pair with 2% and 5% random loss on the kernel peer, a
+	// 16 MiB echo took 1.35× and 0.71× the kernel's time with BBR and
+	// 2.2× and 2.7× with Reno, each resending about what was lost
+	// (README, Known issues and Benchmark).
 	CongestionControl string
 	// Trace records a latency breakdown of request/response traffic: the
 	// time from a request's frame leaving the RX ring to netstack being
@@ -212,7 +209,7 @@ func (c *Config) setDefaults() {
 		c.TCPReceiveBuffer = 1 << 20
 	}
 	if c.CongestionControl == "" {
-		c.CongestionControl = "reno"
+		c.CongestionControl = "bbr"
 	}
 	if c.MaxTimeWait == 0 {
 		c.MaxTimeWait = 1024
@@ -270,7 +267,7 @@ func (c *Config) validate() error {
 	switch c.CongestionControl {
 	case "reno", "cubic", "bbr":
 	default:
-		return fmt.Errorf("%w: congestion control %q (want reno, cubic or bbr)", ErrConfig, c.CongestionControl)
+		return fmt.Errorf("%w: congestion control %q (want bbr, reno or cubic)", ErrConfig, c.CongestionControl)
 	}
 	if c.Capture != nil {
 		if err := c.Capture.validate(); err != nil {

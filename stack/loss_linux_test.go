@@ -37,9 +37,9 @@ var (
 // the same rule in the same run: ustack on its own address, the kernel's
 // echo server on the Ustack host's kernel address (the XDP program passes
 // its traffic), once with the kernel's default congestion control and
-// once with Reno, which is what ustack runs. It checks SHA-256 and logs time-to-complete and the loss
-// recovery counters beside each other; it asserts no timing (figures
-// belong to benchmarks).
+// once with Reno (for ustack with -losscc reno). It checks SHA-256 and
+// logs time-to-complete and the loss recovery counters beside each
+// other; it asserts no timing (figures belong to benchmarks).
 func TestPrivilegedEchoUnderLoss(t *testing.T) {
 	vethtest.Tools(t, "nft", "ethtool")
 	cfg := Config{CongestionControl: *lossCC}

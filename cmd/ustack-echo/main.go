@@ -65,7 +65,7 @@ func (f *stackFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noTxChecksum, "no-tx-checksum", false, "let netstack compute TX checksums instead of the copy into UMEM (no GSO then)")
 	fs.BoolVar(&f.noGSO, "no-gso", false, "turn TCP segmentation offload off: netstack then sends one MSS per packet instead of up to 64 KiB cut into frames in the copy")
 	fs.BoolVar(&f.noGRO, "no-gro", false, "no receive coalescing: netstack sees every TCP segment as received")
-	fs.StringVar(&f.cc, "cc", "", "TCP congestion `control`: reno, cubic or bbr (default reno)")
+	fs.StringVar(&f.cc, "cc", "", "TCP congestion `control`: bbr, reno or cubic (default bbr)")
 }
 
 func (f *stackFlags) config() (stack.Config, error) {
