@@ -162,6 +162,28 @@ func TestRFCSACKHoles(t *testing.T) {
 	}
 }
 
+// TestRFCSACKAfterOwnFIN: a connection that has sent its FIN still
+// receives, and reports holes with SACK blocks in FIN-WAIT-2 as in
+// ESTABLISHED (RFC 2018 does not restrict SACK to ESTABLISHED; Linux
+// sends them in any state). Upstream sent SACK blocks only in
+// ESTABLISHED, so a half-closed receiver (a client that sent its request
+// and shut down writing) left its sender to recover holes without them
+// (netstack patch 0070).
+func TestRFCSACKAfterOwnFIN(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{})
+	c := p.Connect()
+	if err := c.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	p.Expect(seg{Flags: "FA", Seq: 1, Ack: 1})
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 2})
+	chunk := bytes.Repeat([]byte("x"), 100)
+	p.Send(seg{Flags: "A", Seq: 101, Ack: 2, Payload: chunk})
+	p.Expect(seg{Flags: "A", Seq: 2, Ack: 1, SACK: [][2]uint32{{101, 201}}})
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 2, Payload: chunk})
+	p.Expect(seg{Flags: "A", Seq: 2, Ack: 201})
+}
+
 // TestRFCZeroWindow: with the application not reading, the window closes
 // to 0; a zero-window probe (one byte beyond the window, RFC 9293
 // §3.8.6.1, or Linux's empty segment one below RCV.NXT) is answered with

@@ -1051,7 +1051,13 @@ func (e *Endpoint) sendEmptyRaw(flags header.TCPFlags, seq, ack seqnum.Value, rc
 // +checklocks:e.mu
 func (e *Endpoint) sendRaw(pkt *stack.PacketBuffer, flags header.TCPFlags, seq, ack seqnum.Value, rcvWnd seqnum.Size) tcpip.Error {
 	var sackBlocks []header.SACKBlock
-	if e.EndpointState() == StateEstablished && e.rcv.pendingRcvdSegments.Len() > 0 && (flags&header.TCPFlagAck != 0) {
+	// ustack: in every synchronized state, not only ESTABLISHED: a
+	// connection that has sent its FIN (FIN-WAIT-1, FIN-WAIT-2, CLOSING)
+	// still receives data, and its holes must be reported as Linux's
+	// tcp_established_options does in any state (RFC 2018 does not
+	// restrict SACK to ESTABLISHED). Out-of-order data held means there
+	// are blocks to report.
+	if e.EndpointState().connected() && e.rcv.pendingRcvdSegments.Len() > 0 && (flags&header.TCPFlagAck != 0) {
 		sackBlocks = e.sack.Blocks[:e.sack.NumBlocks]
 	}
 	options := e.makeOptions(sackBlocks)
