@@ -574,6 +574,73 @@ func TestScriptFINLostInRecovery(t *testing.T) {
 	p.Send(seg{Flags: "A", Seq: 1, Ack: fin + 1})
 }
 
+// TestScriptLateOriginalKeepsRACKClock: segments 0-2 of a ten-segment
+// flight are taken for lost (3-5 SACKed) and resent; then an ACK
+// acknowledges 0-5 cumulatively with a TSecr that echoes the first
+// sending, not the resend: the originals arrived late. Timing segment 2
+// from its resend would set RACK's clock after segments 6-9, sent with
+// the originals and not yet acknowledged, and resend them all at once;
+// with the TSecr check (netstack patch 0071) they stay in flight (probes
+// may resend 6 or 9 later).
+func TestScriptLateOriginalKeepsRACKClock(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Timestamps: true})
+	c := p.Connect()
+	data := make([]byte, 10*1412)
+	if _, err := c.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	var starts []uint32
+	var firstTS uint32
+	for got := 0; got < len(data); {
+		s, ok := p.next(scriptWait)
+		if !ok {
+			t.Fatalf("ustack sent %d of %d bytes", got, len(data))
+		}
+		if len(s.Payload) == 0 || (len(starts) > 0 && s.Seq <= starts[len(starts)-1]) {
+			continue
+		}
+		if len(starts) == 0 {
+			firstTS = s.TSval
+		}
+		starts = append(starts, s.Seq)
+		got += len(s.Payload)
+	}
+	if len(starts) != 10 {
+		t.Fatalf("ustack sent the data in %d segments, want 10", len(starts))
+	}
+	// The resends must carry a later TSval (a millisecond clock).
+	time.Sleep(3 * time.Millisecond)
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 1, SACK: [][2]uint32{{starts[3], starts[6]}}, TSecr: firstTS})
+	resent := map[uint32]bool{}
+	for len(resent) < 3 {
+		s, ok := p.next(scriptWait)
+		if !ok {
+			t.Fatalf("ustack resent %v of segments 0-2", resent)
+		}
+		if len(s.Payload) > 0 && s.Seq < starts[3] {
+			resent[s.Seq] = true
+		}
+	}
+	// Long enough after the resends for their round trip to count
+	// (the check against the minimum RTT lets it through).
+	time.Sleep(3 * time.Millisecond)
+	p.Send(seg{Flags: "A", Seq: 1, Ack: starts[6], TSecr: firstTS})
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for {
+		s, ok := p.next(time.Until(deadline))
+		if !ok {
+			break
+		}
+		// A recovery probe may resend the first unacknowledged
+		// segment, 6, and a tail loss probe the last, 9; RACK taking
+		// 6-9 for lost resends 7 and 8 as well.
+		if len(s.Payload) > 0 && (s.Seq == starts[7] || s.Seq == starts[8]) {
+			t.Fatalf("ustack resent segment at %d (7 and 8 are in flight, sent with the late originals)", s.Seq)
+		}
+	}
+	p.Send(seg{Flags: "A", Seq: 1, Ack: uint32(len(data)) + 1})
+}
+
 // TestScriptLossKeepsBBRWindow: one segment of a flight lost. Reno
 // halves its window when RACK finds the loss (RFC 5681 §3.2: ssthresh is
 // half the flight, the window ssthresh plus three); BBR does not take

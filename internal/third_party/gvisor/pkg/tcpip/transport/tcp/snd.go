@@ -1833,7 +1833,20 @@ func (s *sender) handleRcvdSegment(rcvdSeg *segment) {
 
 			// Update the RACK fields if SACK is enabled.
 			if s.ep.SACKPermitted && !seg.acked && s.ep.tcpRecovery&tcpip.TCPRACKLossDetection != 0 {
-				s.rc.update(seg, rcvdSeg)
+				// ustack: a retransmitted segment acknowledged
+				// cumulatively by an ACK whose TSecr predates its
+				// latest transmission was delivered by an earlier
+				// copy: the segment that advances RCV.NXT sets the
+				// echoed timestamp (RFC 7323 section 4.3). Timing
+				// it from the latest transmission would set RACK's
+				// clock there and take for lost every segment sent
+				// before it that is not yet reported; skip the
+				// sample (RFC 8985 section 6.2 step 2's TSecr check,
+				// kept for the cumulative ACK, where it holds).
+				if !(seg.xmitCount > 1 && s.ep.SendTSOk && rcvdSeg.parsedOptions.TS &&
+					int32(rcvdSeg.parsedOptions.TSEcr-s.ep.tsVal(seg.xmitTime)) < 0) {
+					s.rc.update(seg, rcvdSeg)
+				}
 				s.rc.detectReorder(seg)
 			}
 
