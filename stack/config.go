@@ -166,9 +166,9 @@ type Config struct {
 	// grows by elapsed time over a smoothed RTT floored at 1 ms, so on
 	// such a LAN it stays at a few segments after a loss. Measured on a
 	// 2-vCPU veth pair with 2% and 5% random loss on the kernel peer, a
-	// 16 MiB echo took 1.35× and 0.71× the kernel's time with BBR and
+	// 16 MiB echo took 1.21× and 1.19× the kernel's time with BBR and
 	// 2.2× and 2.7× with Reno, each resending about what was lost
-	// (README, Known issues and Benchmark).
+	// (README, "Loss recovery").
 	CongestionControl string
 	// Trace records a latency breakdown of request/response traffic: the
 	// time from a request's frame leaving the RX ring to netstack being
