@@ -406,18 +406,7 @@ func TestRFCSACKBlocksInAnyOrder(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i / 997)
 	}
-	if _, err := c.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	var starts []uint32 // each segment's first byte, relative
-	for got := 0; got < len(data); {
-		s, ok := p.next(scriptWait)
-		if !ok {
-			t.Fatalf("ustack sent %d of %d bytes", got, len(data))
-		}
-		starts = append(starts, s.Seq)
-		got += len(s.Payload)
-	}
+	starts, _ := p.writeFlight(c, data)
 	if len(starts) < 6 {
 		t.Fatalf("ustack sent %d bytes in %d segments, want 6 or more", len(data), len(starts))
 	}
@@ -473,22 +462,10 @@ func TestScriptACKBatchActsOnItsLastACK(t *testing.T) {
 func testACKBatch(t *testing.T, repeat int) {
 	p := newScriptPeer(t, scriptOptions{})
 	c := p.Connect()
-	data := make([]byte, 10*1460)
-	for i := range data {
-		data[i] = byte(i / 1009)
-	}
-	if _, err := c.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	var starts []uint32
-	for got := 0; got < len(data); {
-		s, ok := p.next(scriptWait)
-		if !ok {
-			t.Fatalf("ustack sent %d of %d bytes", got, len(data))
-		}
-		starts = append(starts, s.Seq)
-		got += len(s.Payload)
-	}
+	// Ten segments of the MSS ustack uses here (1424), its initial
+	// window.
+	data := make([]byte, 10*1424)
+	starts, _ := p.writeFlight(c, data)
 	if len(starts) < 10 {
 		t.Fatalf("ustack sent %d bytes in %d segments, want 10", len(data), len(starts))
 	}
@@ -586,25 +563,7 @@ func TestScriptLateOriginalKeepsRACKClock(t *testing.T) {
 	p := newScriptPeer(t, scriptOptions{Timestamps: true})
 	c := p.Connect()
 	data := make([]byte, 10*1412)
-	if _, err := c.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	var starts []uint32
-	var firstTS uint32
-	for got := 0; got < len(data); {
-		s, ok := p.next(scriptWait)
-		if !ok {
-			t.Fatalf("ustack sent %d of %d bytes", got, len(data))
-		}
-		if len(s.Payload) == 0 || (len(starts) > 0 && s.Seq <= starts[len(starts)-1]) {
-			continue
-		}
-		if len(starts) == 0 {
-			firstTS = s.TSval
-		}
-		starts = append(starts, s.Seq)
-		got += len(s.Payload)
-	}
+	starts, firstTS := p.writeFlight(c, data)
 	if len(starts) != 10 {
 		t.Fatalf("ustack sent the data in %d segments, want 10", len(starts))
 	}

@@ -579,6 +579,32 @@ func mismatch(t testing.TB, want, got seg) string {
 	return ""
 }
 
+// writeFlight writes data on c and takes what ustack sends until all of
+// it went out once, skipping what is sent again meanwhile (a probe). It
+// returns each segment's first byte (relative) in order, and the TSval of
+// the first.
+func (p *scriptPeer) writeFlight(c net.Conn, data []byte) (starts []uint32, firstTS uint32) {
+	p.t.Helper()
+	if _, err := c.Write(data); err != nil {
+		p.t.Fatal(err)
+	}
+	for got := 0; got < len(data); {
+		s, ok := p.next(scriptWait)
+		if !ok {
+			p.t.Fatalf("ustack sent %d of %d bytes", got, len(data))
+		}
+		if len(s.Payload) == 0 || (len(starts) > 0 && s.Seq <= starts[len(starts)-1]) {
+			continue
+		}
+		if len(starts) == 0 {
+			firstTS = s.TSval
+		}
+		starts = append(starts, s.Seq)
+		got += len(s.Payload)
+	}
+	return starts, firstTS
+}
+
 // readAvailable reads what the connection has within d (nil if nothing).
 func readAvailable(t testing.TB, c net.Conn, d time.Duration) []byte {
 	t.Helper()
