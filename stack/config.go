@@ -166,7 +166,7 @@ type Config struct {
 	// grows by elapsed time over a smoothed RTT floored at 1 ms, so on
 	// such a LAN it stays at a few segments after a loss. Measured on a
 	// 2-vCPU veth pair with 2% and 5% random loss on the kernel peer, a
-	// 16 MiB echo took 1.21× and 1.19× the kernel's time with BBR and
+	// 16 MiB echo took 1.08× and 1.25× the kernel's time with BBR and
 	// 2.2× and 2.7× with Reno, each resending about what was lost
 	// (README, "Loss recovery").
 	CongestionControl string

@@ -111,7 +111,8 @@ func TestRFCSynOnEstablished(t *testing.T) {
 
 // TestRFCOutOfWindowData: data entirely beyond the window, or entirely
 // before RCV.NXT (a retransmission), is answered with a duplicate ACK and
-// not delivered (RFC 9293 §3.10.7.4).
+// not delivered (RFC 9293 §3.10.7.4); the retransmission's ACK reports it
+// as a duplicate (D-SACK, RFC 2883).
 func TestRFCOutOfWindowData(t *testing.T) {
 	p := newScriptPeer(t, scriptOptions{})
 	c := p.Connect()
@@ -120,7 +121,7 @@ func TestRFCOutOfWindowData(t *testing.T) {
 	p.Send(seg{Flags: "PA", Seq: 6 + 1<<20, Ack: 1, Payload: []byte("beyond")})
 	p.Expect(seg{Flags: "A", Seq: 1, Ack: 6})
 	p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("hello")})
-	p.Expect(seg{Flags: "A", Seq: 1, Ack: 6})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 6, SACK: [][2]uint32{{1, 6}}})
 	p.Send(seg{Flags: "PA", Seq: 6, Ack: 1, Payload: []byte(" world")})
 	p.Expect(seg{Flags: "A", Seq: 1, Ack: 12})
 	got := readUpTo(t, c, len("hello world"))
@@ -182,6 +183,75 @@ func TestRFCSACKAfterOwnFIN(t *testing.T) {
 	p.Expect(seg{Flags: "A", Seq: 2, Ack: 1, SACK: [][2]uint32{{101, 201}}})
 	p.Send(seg{Flags: "A", Seq: 1, Ack: 2, Payload: chunk})
 	p.Expect(seg{Flags: "A", Seq: 2, Ack: 201})
+}
+
+// TestRFCDSACK: a segment that arrives twice is reported as a duplicate
+// in the first SACK block of the ACK it draws (RFC 2883 section 4): below
+// RCV.NXT on its own, and out of order followed by the block that holds
+// it. A sender uses it to tell a spurious retransmission (netstack patch
+// 0072).
+func TestRFCDSACK(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{})
+	c := p.Connect()
+	chunk := bytes.Repeat([]byte("d"), 100)
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 1, Payload: chunk})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 101})
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 1, Payload: chunk})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 101, SACK: [][2]uint32{{1, 101}}})
+	p.Send(seg{Flags: "A", Seq: 201, Ack: 1, Payload: chunk})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 101, SACK: [][2]uint32{{201, 301}}})
+	p.Send(seg{Flags: "A", Seq: 201, Ack: 1, Payload: chunk})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 101, SACK: [][2]uint32{{201, 301}, {201, 301}}})
+	p.Send(seg{Flags: "A", Seq: 101, Ack: 1, Payload: chunk})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 301})
+	if got := readUpTo(t, c, 300); len(got) != 300 {
+		t.Fatalf("application read %d bytes, want 300", len(got))
+	}
+}
+
+// TestScriptDSACKCountsAsReordering: a D-SACK for a segment ustack sent
+// twice says the resend was spurious, the path having delayed the first
+// copy; ustack then counts reordering as seen (TCP_INFO's reorder flag),
+// which lets RACK's reordering window, widened by each D-SACK round,
+// apply in recovery as well (netstack patch 0072, as Linux counts such a
+// D-SACK toward reord_seen).
+func TestScriptDSACKCountsAsReordering(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{})
+	c := p.Connect()
+	data := make([]byte, 4*1424)
+	starts, _ := p.writeFlight(c, data)
+	end := uint32(len(data)) + 1
+	// Segment 0 looks lost (1-3 SACKed): ustack resends it.
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 1, SACK: [][2]uint32{{starts[1], end}}})
+	for {
+		s, ok := p.next(scriptWait)
+		if !ok {
+			t.Fatal("ustack did not resend segment 0")
+		}
+		if s.Seq == 1 && len(s.Payload) > 0 {
+			break
+		}
+	}
+	reord := func() bool {
+		var info tcpip.TCPInfoOption
+		if err := c.(*tcpConn).ep.GetSockOpt(&info); err != nil {
+			t.Fatal(err)
+		}
+		return info.ReorderSeen
+	}
+	if reord() {
+		t.Fatal("reordering seen before any D-SACK")
+	}
+	// Both copies arrived: everything acknowledged, segment 0 reported
+	// twice.
+	p.Send(seg{Flags: "A", Seq: 1, Ack: end, SACK: [][2]uint32{{1, starts[1]}}})
+	deadline := time.Now().Add(scriptWait)
+	for !reord() {
+		if time.Now().After(deadline) {
+			t.Fatal("a D-SACK of a resent segment did not count as reordering")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // TestRFCZeroWindow: with the application not reading, the window closes

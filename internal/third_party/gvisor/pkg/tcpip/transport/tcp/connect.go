@@ -1060,6 +1060,20 @@ func (e *Endpoint) sendRaw(pkt *stack.PacketBuffer, flags header.TCPFlags, seq, 
 	if e.EndpointState().connected() && e.rcv.pendingRcvdSegments.Len() > 0 && (flags&header.TCPFlagAck != 0) {
 		sackBlocks = e.sack.Blocks[:e.sack.NumBlocks]
 	}
+	// ustack: a duplicate's range goes first, once (RFC 2883 section
+	// 4), in the room the options leave (three blocks with timestamps,
+	// four without).
+	var withDSACK [header.TCPMaxSACKBlocks]header.SACKBlock
+	if e.dsackPending && flags&header.TCPFlagAck != 0 && e.SACKPermitted {
+		e.dsackPending = false
+		room := header.TCPMaxSACKBlocks
+		if e.SendTSOk {
+			room--
+		}
+		n := copy(withDSACK[1:room], sackBlocks)
+		withDSACK[0] = e.dsack
+		sackBlocks = withDSACK[:n+1]
+	}
 	options := e.makeOptions(sackBlocks)
 	defer putOptions(options)
 	hdrSize := header.TCPMinimumSize + int(e.route.MaxHeaderLength()) + len(options)

@@ -473,6 +473,11 @@ type Endpoint struct {
 	// sack holds TCP SACK related information for this endpoint.
 	sack SACKInfo
 
+	// dsack is a duplicate segment's range to report in the first SACK
+	// block of the next ACK (RFC 2883), if dsackPending (ustack).
+	dsack        header.SACKBlock `state:"nosave"`
+	dsackPending bool             `state:"nosave"`
+
 	// delay enables Nagle's algorithm.
 	//
 	// delay is a boolean (0 is false) and must be accessed atomically.

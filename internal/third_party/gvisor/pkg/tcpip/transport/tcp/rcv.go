@@ -489,6 +489,12 @@ func (r *receiver) handleRcvdSegment(s *segment) (drop bool, err tcpip.Error) {
 	// send an ACK and stop further processing of the segment.
 	// This is according to RFC 793, page 68.
 	if !r.acceptable(segSeq, segLen) {
+		// ustack: data wholly below RCV.NXT arrived before: report it
+		// as a duplicate (D-SACK, RFC 2883 section 4), so that the
+		// sender learns its retransmission was spurious.
+		if segLen > 0 && segSeq.Add(segLen).LessThanEq(r.RcvNxt) {
+			r.ep.noteDSACK(segSeq, segSeq.Add(segLen))
+		}
 		r.ep.snd.maybeSendOutOfWindowAck(s)
 		return true, nil
 	}
@@ -507,6 +513,16 @@ func (r *receiver) handleRcvdSegment(s *segment) (drop bool, err tcpip.Error) {
 
 	// Defer segment processing if it can't be consumed now.
 	if !r.consumeSegment(s, segSeq, segLen) {
+		if segLen > 0 {
+			// ustack: out-of-order data already held is reported
+			// as a duplicate too (RFC 2883 section 4.2).
+			for _, b := range r.ep.sack.Blocks[:r.ep.sack.NumBlocks] {
+				if b.Start.LessThanEq(segSeq) && segSeq.Add(segLen).LessThanEq(b.End) {
+					r.ep.noteDSACK(segSeq, segSeq.Add(segLen))
+					break
+				}
+			}
+		}
 		if segLen > 0 || s.flags.Contains(header.TCPFlagFin) {
 			// We only store the segment if it's within our buffer
 			// size limit.

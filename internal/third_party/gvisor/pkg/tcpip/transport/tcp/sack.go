@@ -103,3 +103,15 @@ func TrimSACKBlockList(sack *SACKInfo, rcvNxt seqnum.Value) {
 	}
 	sack.NumBlocks = n
 }
+
+// noteDSACK records the range of a duplicate segment for the next ACK's
+// first SACK block (RFC 2883; ustack).
+//
+// +checklocks:e.mu
+func (e *Endpoint) noteDSACK(start, end seqnum.Value) {
+	if !e.SACKPermitted {
+		return
+	}
+	e.dsack = header.SACKBlock{Start: start, End: end}
+	e.dsackPending = true
+}

@@ -1453,6 +1453,12 @@ func (s *sender) walkSACK(rcvdSeg *segment) bool {
 		}
 		s.ep.stack.Stats().TCP.SegmentsAckedWithDSACK.IncrementBy(numDSACK)
 		s.rc.setDSACKSeen(true)
+		// ustack: a resend the receiver got twice was spurious: the
+		// path reorders or delays more than RACK allowed for. Take it
+		// for reordering, as Linux's tcp_sacktag_one counts a D-SACK
+		// of a resent segment toward reord_seen, so that the reorder
+		// window (which D-SACKs widen) applies in recovery too.
+		s.rc.Reord = true
 		idx = 1
 		n--
 		hasDSACK = true
