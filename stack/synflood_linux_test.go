@@ -14,14 +14,18 @@ import (
 
 // TestPrivilegedSYNFlood: hping3 floods a ustack listener with SYNs from
 // the kernel host for 3 seconds, as fast as it can send (hping3 --flood,
-// from the host's own address, source ports counting up), while a
-// legitimate client connects and echoes every 100 ms. Every one of the
+// from a second address of the host's, source ports counting up), while a
+// legitimate client connects and echoes every 100 ms from the host's
+// first address. Every one of the
 // legitimate client's connections must be served. netstack answers SYNs
 // with a connection each until the listen backlog (4096) of half-open
 // connections is full, and with SYN cookies beyond it; the flood's SYN
 // rate is the limit, and frames the worker cannot take in time are
 // dropped at the fill ring, the legitimate client's SYNs among them (it
 // retransmits them after a second).
+// floodIPv4 is the flood's source, a second address on the kernel host.
+var floodIPv4 = netip.MustParseAddr("198.18.0.3")
+
 func TestPrivilegedSYNFlood(t *testing.T) {
 	vethtest.Tools(t, "hping3")
 	p, s := newVethStack(t, vethtest.Options{}, Config{})
@@ -32,9 +36,16 @@ func TestPrivilegedSYNFlood(t *testing.T) {
 	echo(t, ln)
 	addr := netip.AddrPortFrom(ustack4.Addr(), 7)
 
+	// The flood comes from an address of its own on the kernel host,
+	// as from another machine: from the client's own address, its
+	// source ports, counting up through all 65,536, sooner or later
+	// reuse the one a legitimate connection has, and a SYN on that
+	// connection's four-tuple while it was still being set up reset it
+	// (about one run in seven).
+	run(t, "ip", "-n", p.Kernel.Namespace, "addr", "add", floodIPv4.String()+"/24", "dev", p.Kernel.Link)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	flood := exec.CommandContext(ctx, "hping3", "-q", "-S", "--flood", "-p", "7", addr.Addr().String())
+	flood := exec.CommandContext(ctx, "hping3", "-q", "-S", "--flood", "-a", floodIPv4.String(), "-p", "7", addr.Addr().String())
 	if err := p.Kernel.Do(flood.Start); err != nil {
 		t.Fatal(err)
 	}
