@@ -223,15 +223,7 @@ func TestScriptDSACKCountsAsReordering(t *testing.T) {
 	end := uint32(len(data)) + 1
 	// Segment 0 looks lost (1-3 SACKed): ustack resends it.
 	p.Send(seg{Flags: "A", Seq: 1, Ack: 1, SACK: [][2]uint32{{starts[1], end}}})
-	for {
-		s, ok := p.next(scriptWait)
-		if !ok {
-			t.Fatal("ustack did not resend segment 0")
-		}
-		if s.Seq == 1 && len(s.Payload) > 0 {
-			break
-		}
-	}
+	p.awaitResend(1, "segment 0")
 	reord := func() bool {
 		var info tcpip.TCPInfoOption
 		if err := c.(*tcpConn).ep.GetSockOpt(&info); err != nil {
@@ -596,15 +588,7 @@ func TestScriptFINLostInRecovery(t *testing.T) {
 	}
 	end := uint32(len(data)) + 1
 	p.Send(seg{Flags: "A", Seq: 1, Ack: 1, SACK: [][2]uint32{{starts[1], end}}})
-	for {
-		s, ok := p.next(scriptWait)
-		if !ok {
-			t.Fatal("ustack did not resend the lost first segment")
-		}
-		if s.Seq == 1 && len(s.Payload) > 0 {
-			break
-		}
-	}
+	p.awaitResend(1, "the lost first segment")
 	p.Send(seg{Flags: "A", Seq: 1, Ack: end})
 	// Recovery probes (at most four) and then the retransmission
 	// timer resend the FIN; two more than the probes show the timer.
@@ -718,15 +702,7 @@ func TestScriptLossKeepsBBRWindow(t *testing.T) {
 			}
 			// Everything but the flight's first segment arrived.
 			p.Send(seg{Flags: "A", Seq: 1, Ack: starts[0], SACK: [][2]uint32{{starts[1], end}}})
-			for {
-				s, ok := p.next(scriptWait)
-				if !ok {
-					t.Fatal("ustack did not resend the lost segment")
-				}
-				if s.Seq == starts[0] && len(s.Payload) > 0 {
-					break
-				}
-			}
+			p.awaitResend(starts[0], "the lost segment")
 			var info tcpip.TCPInfoOption
 			if err := c.(*tcpConn).ep.GetSockOpt(&info); err != nil {
 				t.Fatal(err)

@@ -605,6 +605,21 @@ func (p *scriptPeer) writeFlight(c net.Conn, data []byte) (starts []uint32, firs
 	return starts, firstTS
 }
 
+// awaitResend takes what ustack sends until it sends data at seq again,
+// failing the test with what, the segment's name, if nothing comes.
+func (p *scriptPeer) awaitResend(seq uint32, what string) {
+	p.t.Helper()
+	for {
+		s, ok := p.next(scriptWait)
+		if !ok {
+			p.t.Fatalf("ustack did not resend %s", what)
+		}
+		if s.Seq == seq && len(s.Payload) > 0 {
+			return
+		}
+	}
+}
+
 // readAvailable reads what the connection has within d (nil if nothing).
 func readAvailable(t testing.TB, c net.Conn, d time.Duration) []byte {
 	t.Helper()

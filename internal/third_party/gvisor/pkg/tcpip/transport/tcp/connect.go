@@ -1064,7 +1064,7 @@ func (e *Endpoint) sendRaw(pkt *stack.PacketBuffer, flags header.TCPFlags, seq, 
 	// 4), in the room the options leave (three blocks with timestamps,
 	// four without).
 	var withDSACK [header.TCPMaxSACKBlocks]header.SACKBlock
-	if e.dsackPending && flags&header.TCPFlagAck != 0 && e.SACKPermitted {
+	if e.dsackPending && flags&header.TCPFlagAck != 0 {
 		e.dsackPending = false
 		room := header.TCPMaxSACKBlocks
 		if e.SendTSOk {
@@ -1299,7 +1299,7 @@ func (e *Endpoint) handleSegmentsLocked() tcpip.Error {
 	hadHole := e.rcv.pendingRcvdSegments.Len() > 0
 	for i := 0; i < maxSegmentsPerWake; i++ {
 		if state := e.EndpointState(); state.closed() || state == StateTimeWait || state == StateError {
-			e.snd.ackBatch, e.snd.ackPending = false, false
+			e.snd.cancelAckBatch()
 			return nil
 		}
 		s := e.segmentQueue.dequeue()
@@ -1312,14 +1312,14 @@ func (e *Endpoint) handleSegmentsLocked() tcpip.Error {
 		cont, err := e.handleSegmentLocked(s)
 		s.DecRef()
 		if err != nil || !cont {
-			e.snd.ackBatch, e.snd.ackPending = false, false
+			e.snd.cancelAckBatch()
 			return err
 		}
 	}
 	if e.EndpointState().connected() {
 		e.snd.finishAckBatch()
 	} else {
-		e.snd.ackBatch, e.snd.ackPending = false, false
+		e.snd.cancelAckBatch()
 	}
 
 	// The remote ACK-ing at least 1 byte is an indication that we have a

@@ -2003,6 +2003,14 @@ func (s *sender) ackTail(rcvTime tcpip.MonotonicTime, fastRetransmit, onAck bool
 	s.sendData()
 }
 
+// cancelAckBatch forgets a batch's deferred tail: the endpoint stopped
+// processing (an error, a reset, or it left the connected states).
+//
+// +checklocks:s.ep.mu
+func (s *sender) cancelAckBatch() {
+	s.ackBatch, s.ackPending, s.ackPendingFastRetransmit = false, false, false
+}
+
 // finishAckBatch runs the tail a batch's ACKs deferred, if its last
 // segment did not (ustack).
 //
