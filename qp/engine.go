@@ -16,8 +16,9 @@ const lingerTime = 2 * time.Second
 // the transmit goroutine (txLoop) does the same for responses, for
 // requests a fence or the ORD limit held back, and for the Terminate.
 // Receive: input is fed the bytes the connection delivers, in order and
-// cut anywhere, and places them; readLoop is its feeder over a net.Conn
-// (a ustack worker could call input directly).
+// cut anywhere, and places them; over a ustack connection the worker
+// feeds it right after TCP processing (workerPolled), over any other
+// net.Conn readLoop does.
 
 // maxPayload is the most bytes a segment with a header of hdr bytes
 // carries in an FPDU of at most maxFPDU bytes.
@@ -294,36 +295,68 @@ func (q *QP) encode(s *sqSlot) (ok bool, err error) {
 	}
 }
 
-// start attaches conn and starts the engine's goroutines; the queue pair
-// moves to RTS.
+// workerPolled is a transport that reads the stream itself and hands
+// what it read to a consumer on its own goroutine: ustack's TCP
+// connections, whose worker calls consume right after the TCP processing
+// that brought the bytes (stack's PollOnWorker). consume must not block;
+// done is called once, when the stream ends.
+type workerPolled interface {
+	PollOnWorker(buf []byte, consume func([]byte), done func(error)) error
+}
+
+// start attaches conn and starts the engine; the queue pair moves to RTS.
+// Over a transport that reads for it (workerPolled) the engine's receive
+// side runs there; otherwise a goroutine reads the connection.
 func (q *QP) start(conn net.Conn) {
+	wp, polled := conn.(workerPolled)
+	polled = polled && !q.cfg.ReaderGoroutine
 	q.mu.Lock()
 	q.conn = conn
 	q.state = StateRTS
 	q.mu.Unlock()
 	q.wg.Add(2)
-	go q.readLoop()
+	if polled && wp.PollOnWorker(q.rbuf, q.consume, q.readDone) != nil {
+		polled = false
+	}
+	q.mu.Lock()
+	q.polled = polled
+	q.mu.Unlock()
+	if !polled {
+		go q.readLoop()
+	}
 	go q.txLoop()
 }
 
 // readLoop feeds input from the connection until it fails.
 func (q *QP) readLoop() {
-	defer q.wg.Done()
-	draining := false
 	for {
 		n, err := q.conn.Read(q.rbuf)
-		if n > 0 && !draining && !q.input(q.rbuf[:n]) {
-			// Keep reading, and discard, until the peer closes: closing
-			// with unread data would reset the connection and could
-			// destroy the Terminate on its way to the peer.
-			draining = true
+		if n > 0 {
+			q.consume(q.rbuf[:n])
 		}
 		if err != nil {
-			q.fail(&ConnError{err}, 0)
-			q.conn.Close()
+			q.readDone(err)
 			return
 		}
 	}
+}
+
+// consume takes in bytes read from the connection: on the reader
+// goroutine, or on ustack's worker.
+func (q *QP) consume(b []byte) {
+	if !q.draining && !q.input(b) {
+		// Keep reading, and discard, until the peer closes: closing
+		// with unread data would reset the connection and could destroy
+		// the Terminate on its way to the peer.
+		q.draining = true
+	}
+}
+
+// readDone ends the receive side once the stream has ended with err.
+func (q *QP) readDone(err error) {
+	defer q.wg.Done()
+	q.fail(&ConnError{err}, 0)
+	q.conn.Close()
 }
 
 // ConnError is a queue pair's error after its connection failed or
@@ -347,10 +380,16 @@ func (q *QP) txLoop() {
 		if done {
 			// Half-close: the peer reads everything sent, the Terminate
 			// included, then closes its end, which ends readLoop.
-			if cw, ok := q.conn.(interface{ CloseWrite() error }); !ok || cw.CloseWrite() != nil {
-				q.conn.Close()
+			conn := q.conn
+			if cw, ok := conn.(interface{ CloseWrite() error }); !ok || cw.CloseWrite() != nil {
+				conn.Close()
 			}
-			q.conn.SetReadDeadline(time.Now().Add(lingerTime))
+			if q.polled {
+				// No read to put a deadline on: the worker reads.
+				time.AfterFunc(lingerTime, func() { conn.Close() })
+			} else {
+				conn.SetReadDeadline(time.Now().Add(lingerTime))
+			}
 			return
 		}
 	}

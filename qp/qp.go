@@ -122,6 +122,11 @@ type QPConfig struct {
 	// ORD is the most Reads and atomics outstanding at once (default 16),
 	// counting one per Read SGE; IRD the most this end answers at once.
 	ORD, IRD int
+	// ReaderGoroutine has a goroutine of the queue pair's read the
+	// connection even when the transport can run the engine itself (a
+	// ustack connection, whose worker then calls the engine right after
+	// TCP processing, with no goroutine hand-off per message).
+	ReaderGoroutine bool
 }
 
 // DefaultQPConfig returns the defaults described on QPConfig, for the
@@ -248,6 +253,11 @@ type QP struct {
 	moIn   [numQN]uint32
 	cur    recvSlot
 	failed bool
+	// draining: input failed, and the rest of the stream is read and
+	// discarded until the peer closes.
+	draining bool
+	// polled: the transport's worker feeds input (workerPolled).
+	polled bool
 
 	kick   chan struct{}
 	placed chan struct{}
@@ -341,9 +351,20 @@ func (q *QP) reset() {
 	q.ordH, q.ordN, q.respH, q.respN = 0, 0, 0, 0
 	q.txn, q.msnOut, q.conn = 0, [numQN]uint32{}, nil
 	q.stageN, q.msnIn, q.inMsg, q.moIn, q.failed = 0, [numQN]uint32{}, [numQN]bool{}, [numQN]uint32{}, false
+	q.draining, q.polled = false, false
 	if q.srq == nil {
 		q.rq = newRecvQueue(q.pd, q.cfg.RecvDepth, q.cfg.MaxSGE)
 	}
+}
+
+// Polled reports whether the transport runs the queue pair's engine
+// itself, on ustack's worker, rather than a goroutine of the queue pair's
+// reading the connection (see QPConfig.ReaderGoroutine). Valid once
+// connected.
+func (q *QP) Polled() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.polled
 }
 
 // Close moves the queue pair to Error (flushing what is outstanding),

@@ -54,7 +54,10 @@ type queue struct {
 	// spinning is set while the worker busy-polls (not blocked in Wait):
 	// only then may a kick be left to it.
 	spinning atomic.Bool
-	trace    *tracer // the endpoint's, nil unless tracing
+	// awake is set while the worker is not blocked in Wait: it will look
+	// at the endpoint's ready list (see wakeForReady).
+	awake atomic.Bool
+	trace *tracer // the endpoint's, nil unless tracing
 
 	faults *faultIO // the fault injector in io's chain, nil unless Config.Faults
 }
@@ -79,6 +82,10 @@ type endpoint struct {
 	trace      *tracer   // nil unless Config.Trace
 	capture    *capturer // nil unless Config.Capture
 
+	// ready is the worker-read connections with something to read
+	// (PollOnWorker).
+	ready readyList
+
 	mu         sync.RWMutex
 	dispatcher gstack.NetworkDispatcher // guarded by mu; read once per batch
 	onClose    func()
@@ -91,6 +98,7 @@ func newEndpoint(ios []frameIO, link linkInfo, cfg *Config) *endpoint {
 	e := &endpoint{mtu: link.mtu, mac: tcpip.LinkAddress(link.mac), poll: cfg.Poll, spinBudget: cfg.SpinBudget, pin: cfg.Pin,
 		trustRx: cfg.TrustRxChecksum, partialOK: link.partialChecksums, handOff: cfg.HandOffTCP}
 	e.caps = gstack.CapabilityResolutionRequired
+	e.ready.ep = e
 	e.gro = !cfg.NoGRO
 	if !cfg.NoTxChecksum {
 		e.txCsum = true

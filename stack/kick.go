@@ -47,8 +47,18 @@ func (q *queue) kickIfWorkerStopped() {
 
 // sleep blocks an adaptive worker in Wait, first making sure nothing is
 // left for it to kick.
-func (q *queue) sleep() {
+func (q *queue) sleep(ready *readyList) {
 	q.stopSpinning()
-	q.io.Wait(100 * time.Millisecond)
+	q.wait(ready)
 	q.spinning.Store(true)
+}
+
+// wait blocks the worker in Wait unless worker-read connections are ready
+// (see endpoint.wakeForReady for the other side).
+func (q *queue) wait(ready *readyList) {
+	q.awake.Store(false)
+	if ready.n.Load() == 0 {
+		q.io.Wait(100 * time.Millisecond)
+	}
+	q.awake.Store(true)
 }

@@ -22,7 +22,10 @@ type qpEnd struct {
 	buf []byte
 }
 
-func newQPEnd(t *testing.T) *qpEnd {
+func newQPEnd(t *testing.T) *qpEnd { return newQPEndCfg(t, false) }
+
+// newQPEndCfg is newQPEnd with QPConfig.ReaderGoroutine set to reader.
+func newQPEndCfg(t *testing.T, reader bool) *qpEnd {
 	t.Helper()
 	dev := qp.NewDevice()
 	e := &qpEnd{pd: dev.AllocPD(), buf: make([]byte, 256<<10)}
@@ -33,7 +36,9 @@ func newQPEnd(t *testing.T) *qpEnd {
 	if e.mr, err = e.pd.RegMR(e.buf, qp.LocalWrite|qp.RemoteWrite|qp.RemoteRead|qp.RemoteAtomic); err != nil {
 		t.Fatal(err)
 	}
-	if e.q, err = e.pd.CreateQP(qp.DefaultQPConfig(e.cq, e.cq)); err != nil {
+	cfg := qp.DefaultQPConfig(e.cq, e.cq)
+	cfg.ReaderGoroutine = reader
+	if e.q, err = e.pd.CreateQP(cfg); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.q.Modify(qp.StateInit); err != nil {
@@ -143,16 +148,32 @@ func exerciseQP(t *testing.T, a, b *qpEnd) {
 	}
 }
 
+// TestMemQueuePairOverUstack runs every operation between queue pairs on
+// two ustack stacks, with the engine on the worker (the default over a
+// ustack connection) and on reader goroutines, under each polling policy.
 func TestMemQueuePairOverUstack(t *testing.T) {
-	mp := newMemPair(t, Adaptive)
-	ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 4791).String())
-	if err != nil {
-		t.Fatal(err)
+	for _, poll := range []PollPolicy{Spin, Adaptive, Blocking} {
+		for _, reader := range []bool{false, true} {
+			name := poll.String() + "/worker"
+			if reader {
+				name = poll.String() + "/goroutine"
+			}
+			t.Run(name, func(t *testing.T) {
+				mp := newMemPair(t, poll)
+				ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 4791).String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ln.Close()
+				a, b := newQPEndCfg(t, reader), newQPEndCfg(t, reader)
+				connectQP(t, a, b, func(ctx context.Context) (net.Conn, error) {
+					return mp.a.DialContext(ctx, "tcp4", ln.Addr().String())
+				}, ln)
+				if a.q.Polled() == reader || b.q.Polled() == reader {
+					t.Fatalf("engine on the worker: %v and %v, want %v", a.q.Polled(), b.q.Polled(), !reader)
+				}
+				exerciseQP(t, a, b)
+			})
+		}
 	}
-	defer ln.Close()
-	a, b := newQPEnd(t), newQPEnd(t)
-	connectQP(t, a, b, func(ctx context.Context) (net.Conn, error) {
-		return mp.a.DialContext(ctx, "tcp4", ln.Addr().String())
-	}, ln)
-	exerciseQP(t, a, b)
 }

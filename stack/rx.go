@@ -43,9 +43,14 @@ func (e *endpoint) worker(i int, q *queue) {
 	var idleSince time.Time
 	idle := 0
 	q.spinning.Store(e.poll != Blocking)
+	q.awake.Store(true)
 	defer q.stopSpinning()
 	for !e.stop.Load() {
 		q.flushTx()
+		if e.ready.n.Load() > 0 {
+			// Connections a timer or an application's call made readable.
+			e.ready.drain()
+		}
 		n := q.io.Receive(q.rxDescs[:])
 		if n > 0 {
 			if t := e.trace; t != nil {
@@ -67,6 +72,11 @@ func (e *endpoint) worker(i int, q *queue) {
 				}
 			}
 			q.runDeferred()
+			if e.ready.n.Load() > 0 {
+				// Worker-read connections the processing made readable
+				// (PollOnWorker): their consumers run here too.
+				e.ready.drain()
+			}
 			if t := e.trace; t != nil {
 				t.processed()
 			}
@@ -99,13 +109,13 @@ func (e *endpoint) worker(i int, q *queue) {
 				idleSince = time.Now()
 			}
 			if idle%64 == 0 && time.Since(idleSince) > e.spinBudget {
-				q.sleep()
+				q.sleep(&e.ready)
 				idle = 0
 			} else if idle%spinYield == 0 {
 				runtime.Gosched()
 			}
 		case Blocking:
-			q.io.Wait(100 * time.Millisecond)
+			q.wait(&e.ready)
 		}
 	}
 }

@@ -41,6 +41,9 @@ type tcpConn struct {
 
 	rDeadline, wDeadline deadline
 
+	// poll is set once the worker reads the connection (PollOnWorker).
+	poll atomic.Pointer[pollState]
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -102,6 +105,9 @@ func (c *tcpConn) Read(b []byte) (int, error) {
 	}
 	if len(b) == 0 {
 		return 0, nil
+	}
+	if c.poll.Load() != nil {
+		return 0, c.opError("read", errPolled)
 	}
 	expired := c.rDeadline.channel()
 	for {
@@ -192,6 +198,7 @@ func (c *tcpConn) Close() error {
 		return c.opError("close", net.ErrClosed)
 	}
 	c.ep.Close()
+	c.endPoll(net.ErrClosed)
 	c.rDeadline.stop()
 	c.wDeadline.stop()
 	c.closeOnce.Do(func() {

@@ -1,0 +1,187 @@
+package stack
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
+)
+
+// Reading on the worker. A connection handed over with PollOnWorker is
+// read by the queue's worker itself, right after the TCP processing that
+// queued its data and before the worker yields to the goroutines that
+// processing woke: a protocol engine over the stream (the queue-pair
+// engine of package qp) then runs with no goroutine hand-off per message.
+//
+// The connection's readable event (fired by netstack under the
+// endpoint's lock, on whatever goroutine processed the segment) only puts
+// the connection on the endpoint's ready list; a worker reads it once
+// the locks are released. A worker blocked in Wait is interrupted for it.
+
+// maxPollReads is how many reads one turn on the worker makes of a
+// connection before it goes to the back of the ready list, so that one
+// busy stream does not starve the others or the RX ring.
+const maxPollReads = 4
+
+var errPolled = errors.New("connection is read by the worker (PollOnWorker)")
+
+// pollState is a worker-read connection's.
+type pollState struct {
+	c       *tcpConn
+	buf     []byte
+	consume func([]byte)
+	done    func(error)
+	entry   waiter.Entry
+	queued  atomic.Bool // on the ready list
+	ended   atomic.Bool // done called (or on its way)
+}
+
+// NotifyEvent implements waiter.EventListener: the connection became
+// readable (or hung up, or failed).
+func (p *pollState) NotifyEvent(waiter.EventMask) { p.c.s.ep.ready.push(p) }
+
+// readyList is the endpoint's worker-read connections with something to
+// read.
+type readyList struct {
+	n     atomic.Int32 // len(list), read by the workers without the lock
+	mu    sync.Mutex
+	list  []*pollState
+	spare []*pollState
+	ep    *endpoint
+}
+
+// push queues p for a worker, unless it is queued already or ended.
+func (r *readyList) push(p *pollState) {
+	if p.ended.Load() || !p.queued.CompareAndSwap(false, true) {
+		return
+	}
+	r.mu.Lock()
+	r.list = append(r.list, p)
+	r.n.Add(1)
+	r.mu.Unlock()
+	r.ep.wakeForReady()
+}
+
+// drain reads every queued connection; called by workers only.
+func (r *readyList) drain() {
+	r.mu.Lock()
+	list := r.list
+	r.list, r.spare = r.spare, nil
+	r.n.Store(0)
+	r.mu.Unlock()
+	for i, p := range list {
+		p.c.pollRead(p)
+		list[i] = nil
+	}
+	r.mu.Lock()
+	if r.spare == nil {
+		r.spare = list[:0]
+	}
+	r.mu.Unlock()
+}
+
+// wakeForReady makes sure a worker will drain the ready list: one that is
+// awake checks it every loop; if none is, the first is interrupted.
+// Paired with a worker's going to sleep (queue.wait): it clears awake
+// before it checks the list, a pusher adds to the list before it checks
+// awake (sequentially consistent atomics on both sides).
+func (e *endpoint) wakeForReady() {
+	for _, q := range e.queues {
+		if q.awake.Load() {
+			return
+		}
+	}
+	if len(e.queues) > 0 {
+		e.queues[0].io.Interrupt()
+	}
+}
+
+// PollOnWorker hands the connection's reading to ustack's worker: from
+// now on, whenever data arrives, the worker reads it into buf and calls
+// consume with what it read, in order, on the worker's goroutine, right
+// after the TCP processing of the batch that brought it. When the stream
+// ends, done is called once, on a goroutine of its own, with io.EOF after
+// the peer's orderly close, net.ErrClosed after Close, or the
+// connection's error; consume is not called after that.
+//
+// consume runs on the worker: it must not block (no Read, no Write that
+// may wait for room, no lock held across I/O) and should be quick, since
+// every connection of the queue waits for it. Read must not be called on
+// the connection afterwards: it fails. It is what package qp uses to run
+// a queue pair's engine on the worker.
+func (c *tcpConn) PollOnWorker(buf []byte, consume func([]byte), done func(error)) error {
+	if len(buf) == 0 || consume == nil || done == nil {
+		return errors.New("ustack: PollOnWorker needs a buffer, consume and done")
+	}
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	if c.closed.Load() {
+		return c.opError("read", net.ErrClosed)
+	}
+	if c.poll.Load() != nil {
+		return c.opError("read", errPolled)
+	}
+	p := &pollState{c: c, buf: buf, consume: consume, done: done}
+	p.entry.Init(p, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
+	c.poll.Store(p)
+	c.wq.EventRegister(&p.entry)
+	// Whatever arrived before the registration fired no event.
+	c.s.ep.ready.push(p)
+	return nil
+}
+
+// pollRead reads what the connection has queued and hands it to the
+// consumer; on a worker, from the ready list.
+func (c *tcpConn) pollRead(p *pollState) {
+	p.queued.Store(false)
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	for i := 0; !p.ended.Load(); i++ {
+		if i == maxPollReads {
+			c.s.ep.ready.push(p)
+			return
+		}
+		n, err := c.read(p.buf)
+		if n > 0 {
+			if t := c.s.ep.trace; t != nil {
+				t.read()
+			}
+			p.consume(p.buf[:n])
+		}
+		switch err.(type) {
+		case nil:
+			continue
+		case *tcpip.ErrWouldBlock:
+			return
+		case *tcpip.ErrClosedForReceive:
+			if c.closed.Load() {
+				c.endPoll(net.ErrClosed)
+			} else {
+				c.endPoll(io.EOF)
+			}
+		default:
+			if c.closed.Load() {
+				c.endPoll(net.ErrClosed)
+			} else {
+				c.endPoll(c.opError("read", goError(err)))
+			}
+		}
+		return
+	}
+}
+
+// endPoll ends the worker's reading of the connection, once, and reports
+// err to the consumer's done. Not called from within a waiter
+// notification (it unregisters).
+func (c *tcpConn) endPoll(err error) {
+	p := c.poll.Load()
+	if p == nil || !p.ended.CompareAndSwap(false, true) {
+		return
+	}
+	c.wq.EventUnregister(&p.entry)
+	go p.done(err)
+}
