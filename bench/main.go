@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,6 +27,7 @@ type options struct {
 	runs       int
 	out        string
 	contenders []string
+	workloads  map[string]bool // nil: every contender's own
 	kernelGRO  bool
 	log        func(format string, args ...any)
 }
@@ -67,6 +69,7 @@ func parseFlags(args []string) (options, error) {
 	out := fs.String("out", "results", "`directory` for results.json and the plots")
 	kernelGRO := fs.Bool("kernel-gro", false, "turn GRO on at the client's (kernel) veth end, as behind a NIC: the kernel then coalesces what ustack sends")
 	contenders := fs.String("contenders", strings.Join(allContenderNames(), ","), "comma-separated `contenders` to run (kernel always runs, as the reference)")
+	workloads := fs.String("workloads", "", "comma-separated `workloads` to run (pingpong, qp, rate, bulk, bulk-s2c, conns; default all of each contender's)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -107,6 +110,16 @@ func parseFlags(args []string) (options, error) {
 		}
 		if c != "kernel" {
 			o.contenders = append(o.contenders, c)
+		}
+	}
+	if *workloads != "" {
+		o.workloads = map[string]bool{}
+		for _, w := range strings.Split(*workloads, ",") {
+			w = strings.TrimSpace(w)
+			if !slices.Contains(allWorkloads, w) {
+				return o, fmt.Errorf("-workloads: unknown %q (known: %s)", w, strings.Join(allWorkloads, ", "))
+			}
+			o.workloads[w] = true
 		}
 	}
 	if o.quick {

@@ -308,10 +308,16 @@ func run(ctx context.Context, o options) (*report, error) {
 	return rep, nil
 }
 
+// allWorkloads are the workloads a contender can run.
+var allWorkloads = []string{"pingpong", "qp", "rate", "bulk", "bulk-s2c", "conns"}
+
 // measurements lists what to measure for a contender.
 func measurements(c contender, o options) []result {
 	var ms []result
 	for _, w := range c.Workloads {
+		if o.workloads != nil && !o.workloads[w] {
+			continue
+		}
 		switch w {
 		case "pingpong", "qp":
 			if w == "qp" && perftest.RaceEnabled {
