@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"syscall"
 	"time"
 )
 
@@ -31,6 +32,67 @@ func (q *QP) txReserve() error {
 		return nil
 	}
 	return q.txFlush()
+}
+
+// txTryFlush writes what of txbuf the connection takes without waiting
+// and keeps the rest, in order, for the next flush.
+func (q *QP) txTryFlush() error {
+	if q.txn == 0 {
+		return nil
+	}
+	n, err := q.tryWrite(q.txbuf[:q.txn])
+	if n > 0 {
+		q.txn = copy(q.txbuf, q.txbuf[n:q.txn])
+	}
+	return err
+}
+
+// tryWriter is a connection that can write without waiting: ustack's TCP
+// connections (stack's TryWrite).
+type tryWriter interface {
+	TryWrite(b []byte) (int, error)
+}
+
+// tryWrite writes what the connection takes of b without waiting:
+// through TryWrite, or with non-blocking write(2)s on a kernel socket.
+// Over another kind of connection it writes nothing (the transmit
+// goroutine will). Caller holds txMu.
+func (q *QP) tryWrite(b []byte) (int, error) {
+	switch c := q.conn.(type) {
+	case tryWriter:
+		return c.TryWrite(b)
+	case syscall.Conn:
+		if q.raw == nil {
+			rc, err := c.SyscallConn()
+			if err != nil {
+				return 0, nil
+			}
+			q.raw = rc
+		}
+		var n int
+		var werr error
+		err := q.raw.Write(func(fd uintptr) bool {
+			for n < len(b) {
+				k, e := syscall.Write(int(fd), b[n:])
+				if e == syscall.EINTR {
+					continue
+				}
+				if e != nil {
+					if e != syscall.EAGAIN {
+						werr = e
+					}
+					break
+				}
+				n += k
+			}
+			return true // never wait for room
+		})
+		if werr == nil {
+			werr = err
+		}
+		return n, werr
+	}
+	return 0, nil
 }
 
 // txFlush writes txbuf to the connection.
@@ -158,15 +220,22 @@ func (q *QP) sendControl(op Opcode, n int, put func([]byte)) error {
 // pumpLocked transmits posted requests in order until one is held back
 // (a fence or the ORD limit), then writes txbuf out and retires Sends and
 // Writes: they complete once handed to the transport, as in iWARP.
+// Without block (on the engine's goroutine, from OnInput) it never waits
+// for the transport: it encodes only the requests that fit in txbuf,
+// writes what the connection takes at once, and leaves the rest to the
+// transmit goroutine, which completes them once it has written them.
 // Caller holds txMu.
-func (q *QP) pumpLocked() {
+func (q *QP) pumpLocked(block bool) {
 	q.mu.Lock()
 	if q.state != StateRTS {
 		q.mu.Unlock()
 		return
 	}
-	from := q.sent
+	// Requests from handed on are encoded (a non-blocking pump may have
+	// left their bytes in txbuf) or still to encode.
+	from := q.handed
 	q.mu.Unlock()
+	left := false // requests left for the transmit goroutine
 	for {
 		q.mu.Lock()
 		if q.state != StateRTS || q.sent == q.tail {
@@ -183,6 +252,11 @@ func (q *QP) pumpLocked() {
 		}
 		if (s.wr.Flags&Fence != 0 && q.ordN > 0) || q.ordN+need > len(q.ord) {
 			q.mu.Unlock()
+			break
+		}
+		if !block && q.fpdus(&s.wr)*q.cfg.MaxFPDU > len(q.txbuf)-q.txn {
+			q.mu.Unlock()
+			left = true
 			break
 		}
 		q.reserveORDLocked(s)
@@ -204,11 +278,28 @@ func (q *QP) pumpLocked() {
 	q.mu.Lock()
 	q.handed = q.sent
 	q.mu.Unlock()
-	if err := q.txFlush(); err != nil {
+	var err error
+	if block {
+		err = q.txFlush()
+	} else {
+		err = q.txTryFlush()
+	}
+	if err != nil {
 		q.mu.Lock()
 		q.handed = from
 		q.mu.Unlock()
 		q.fail(&ConnError{err}, 0)
+		return
+	}
+	if left || q.txn > 0 {
+		q.wake()
+	}
+	if q.txn > 0 {
+		// Not all handed yet: the transmit goroutine's pump completes
+		// them after writing the rest.
+		q.mu.Lock()
+		q.handed = from
+		q.mu.Unlock()
 		return
 	}
 	q.mu.Lock()
@@ -223,6 +314,23 @@ func (q *QP) pumpLocked() {
 		q.completeLocked()
 	}
 	q.mu.Unlock()
+}
+
+// fpdus bounds how many FPDUs wr is sent as: txReserve keeps room for a
+// full one before each.
+func (q *QP) fpdus(wr *SendWR) int {
+	switch wr.Op {
+	case WRRead:
+		return max(1, len(wr.SGL))
+	case WRFetchAdd, WRCmpSwap:
+		return 1
+	}
+	n := len(wr.Inline)
+	for _, g := range wr.SGL {
+		n += int(g.Len)
+	}
+	most := maxPayload(q.cfg.MaxFPDU, max(taggedHdrLen, untaggedHdrLen))
+	return 2 + n/most // a last partial FPDU, and an Immediate
 }
 
 func (q *QP) reserveORDLocked(s *sqSlot) {
@@ -344,11 +452,21 @@ func (q *QP) readLoop() {
 // consume takes in bytes read from the connection: on the reader
 // goroutine, or on ustack's worker.
 func (q *QP) consume(b []byte) {
-	if !q.draining && !q.input(b) {
+	if q.draining {
+		return
+	}
+	if !q.input(b) {
 		// Keep reading, and discard, until the peer closes: closing
 		// with unread data would reset the connection and could destroy
 		// the Terminate on its way to the peer.
 		q.draining = true
+	} else {
+		q.respondInline()
+	}
+	if h := q.cfg.OnInput; h != nil {
+		q.inHandler.Store(true)
+		h()
+		q.inHandler.Store(false)
 	}
 }
 
@@ -372,9 +490,9 @@ func (q *QP) txLoop() {
 	defer q.wg.Done()
 	for range q.kick {
 		q.txMu.Lock()
-		done := q.respond()
+		done := q.respond(true)
 		if !done {
-			q.pumpLocked()
+			q.pumpLocked(true)
 		}
 		q.txMu.Unlock()
 		if done {
@@ -396,23 +514,31 @@ func (q *QP) txLoop() {
 }
 
 // respond sends queued responses; true once the queue pair is in Error
-// and everything, a Terminate included, has been sent.
-func (q *QP) respond() bool {
+// and everything, a Terminate included, has been sent. Without block (on
+// the engine's goroutine, respondInline) it encodes only the responses
+// that fit in txbuf, leaves the rest and any Terminate to the transmit
+// goroutine, and returns false.
+func (q *QP) respond(block bool) bool {
 	for {
 		q.mu.Lock()
 		if q.respN == 0 {
 			st := q.state
 			q.mu.Unlock()
-			if st == StateError {
+			if block && st == StateError {
 				q.txFlush()
 				return true
 			}
 			return false
 		}
 		r := q.resp[q.respH]
+		st := q.state
+		if !block && (st != StateRTS || r.kind == respTerminate || q.respFPDUs(&r)*q.cfg.MaxFPDU > len(q.txbuf)-q.txn) {
+			q.mu.Unlock()
+			q.wake()
+			return false
+		}
 		q.respH = (q.respH + 1) % len(q.resp)
 		q.respN--
-		st := q.state
 		q.mu.Unlock()
 		var err error
 		switch {
@@ -441,6 +567,38 @@ func (q *QP) respond() bool {
 			q.fail(&ConnError{err}, 0)
 			return true
 		}
+	}
+}
+
+// respFPDUs bounds how many FPDUs a response is sent as.
+func (q *QP) respFPDUs(r *response) int {
+	if r.kind != respRead {
+		return 1
+	}
+	return 1 + int(r.rr.size)/maxPayload(q.cfg.MaxFPDU, taggedHdrLen)
+}
+
+// respondInline sends, on the engine's goroutine, the responses input
+// has queued (Read Responses, atomic responses), without waiting for the
+// transport: what the connection does not take at once, and any response
+// too large for txbuf, the transmit goroutine sends.
+func (q *QP) respondInline() {
+	q.mu.Lock()
+	n := q.respN
+	q.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	if !q.txMu.TryLock() {
+		q.wake() // busy transmitting: the transmit goroutine takes them
+		return
+	}
+	defer q.txMu.Unlock()
+	q.respond(false)
+	if err := q.txTryFlush(); err != nil {
+		q.fail(&ConnError{err}, 0)
+	} else if q.txn > 0 {
+		q.wake()
 	}
 }
 
@@ -756,8 +914,7 @@ func (q *QP) queueResponse(r response) bool {
 	q.resp[(q.respH+q.respN)%len(q.resp)] = r
 	q.respN++
 	q.mu.Unlock()
-	q.wake()
-	return true
+	return true // consume sends it (respondInline)
 }
 
 func (q *QP) recvReadRequest(s *segment) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -127,6 +129,17 @@ type QPConfig struct {
 	// ustack connection, whose worker then calls the engine right after
 	// TCP processing, with no goroutine hand-off per message).
 	ReaderGoroutine bool
+	// OnInput, if set, is called on the goroutine that runs the engine
+	// (ustack's worker, or the reader goroutine) each time it has taken
+	// in data from the peer, after placing it and writing its
+	// completions: it lets an application react to a Write landing or a
+	// completion arriving where it happens, with no goroutine hand-off,
+	// as an RDMA program polling on a core of its own does. It must not
+	// block: it may read registered memory, Poll CQs and post, and a
+	// PostSend or PostRecv it makes never waits (what the transport does
+	// not take at once is sent by the queue pair's transmit goroutine).
+	// It must not Close or Modify the queue pair.
+	OnInput func()
 }
 
 // DefaultQPConfig returns the defaults described on QPConfig, for the
@@ -243,6 +256,7 @@ type QP struct {
 	txn    int
 	msnOut [numQN]uint32
 	conn   net.Conn
+	raw    syscall.RawConn // conn's, for tryWrite on a kernel socket
 
 	// Receive side: only the reading goroutine (input) touches these.
 	stage  []byte
@@ -258,6 +272,8 @@ type QP struct {
 	draining bool
 	// polled: the transport's worker feeds input (workerPolled).
 	polled bool
+	// inHandler is set while OnInput runs: PostSend then never waits.
+	inHandler atomic.Bool
 
 	kick   chan struct{}
 	placed chan struct{}
@@ -349,7 +365,7 @@ func (q *QP) reset() {
 	q.state, q.err = StateReset, nil
 	q.head, q.sent, q.tail, q.handed = 0, 0, 0, 0
 	q.ordH, q.ordN, q.respH, q.respN = 0, 0, 0, 0
-	q.txn, q.msnOut, q.conn = 0, [numQN]uint32{}, nil
+	q.txn, q.msnOut, q.conn, q.raw = 0, [numQN]uint32{}, nil, nil
 	q.stageN, q.msnIn, q.inMsg, q.moIn, q.failed = 0, [numQN]uint32{}, [numQN]bool{}, [numQN]uint32{}, false
 	q.draining, q.polled = false, false
 	if q.srq == nil {
@@ -451,9 +467,16 @@ func (q *QP) PostSend(wrs []SendWR) (int, error) {
 		posted++
 	}
 	if posted > 0 {
-		q.txMu.Lock()
-		q.pumpLocked()
-		q.txMu.Unlock()
+		if !q.inHandler.Load() {
+			q.txMu.Lock()
+			q.pumpLocked(true)
+			q.txMu.Unlock()
+		} else if q.txMu.TryLock() {
+			q.pumpLocked(false)
+			q.txMu.Unlock()
+		} else {
+			q.wake() // the transmit goroutine is writing: it takes these too
+		}
 	}
 	return posted, err
 }

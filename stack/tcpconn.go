@@ -164,6 +164,30 @@ func (c *tcpConn) Write(b []byte) (int, error) {
 	return n, nil
 }
 
+// TryWrite writes what of b the send buffer takes now and returns how
+// much that was, without waiting for room (or for another Write to
+// finish). It is for code that must not block, such as a consumer
+// running on the worker (PollOnWorker): package qp's engine writes its
+// responses with it there.
+func (c *tcpConn) TryWrite(b []byte) (int, error) {
+	if !c.writeMu.TryLock() {
+		return 0, nil
+	}
+	defer c.writeMu.Unlock()
+	if c.closed.Load() {
+		return 0, c.opError("write", net.ErrClosed)
+	}
+	c.wbuf.Reset(b)
+	m, err := c.ep.Write(&c.wbuf, tcpip.WriteOptions{})
+	switch err.(type) {
+	case nil, *tcpip.ErrWouldBlock:
+		return int(m), nil
+	case *tcpip.ErrClosedForSend:
+		return int(m), c.opError("write", errPipe)
+	}
+	return int(m), c.opError("write", goError(err))
+}
+
 // writeWait waits, after a Write that could not queue everything, for
 // room in the send buffer, or turns err into Write's error. It is a
 // function of its own, kept out of Write's frame with the select and the
