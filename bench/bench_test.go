@@ -149,7 +149,7 @@ func TestPrivilegedQuickRun(t *testing.T) {
 					}
 				}
 			}
-		case "qp":
+		case "qp", "qp-handler":
 			q := r.RTT
 			if q == nil || r.Count < 1000 || !(q.P50 > 0 && q.P50 <= q.P90 && q.P90 <= q.P99 && q.P99 <= q.P999 && q.P999 <= q.Max) {
 				t.Errorf("%s: implausible write_lat RTT %+v over %d iterations", key, q, r.Count)

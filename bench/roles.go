@@ -143,7 +143,7 @@ func clientMain(args []string) error {
 	sourceAddr := fs.String("source-addr", "", "source server address (bulk-s2c)")
 	qpAddr := fs.String("qp-addr", "", "queue-pair server address (qp)")
 	proto := fs.String("proto", "tcp", "tcp or udp")
-	workload := fs.String("workload", "pingpong", "pingpong, qp (queue-pair write_lat), rate, bulk (client to server) or bulk-s2c (server to client)")
+	workload := fs.String("workload", "pingpong", "pingpong, qp (queue-pair write_lat), qp-handler (write_lat from handlers), rate, bulk (client to server) or bulk-s2c (server to client)")
 	size := fs.Int("size", 64, "message bytes")
 	conns := fs.Int("conns", 32, "rate connections")
 	held := fs.Int("held", 10000, "connections the conns workload holds")
@@ -183,18 +183,20 @@ func clientMain(args []string) error {
 		}
 		res.Count = h.TotalCount()
 		res.RTT, res.CDF = rttOf(h), histCDF(h)
-	case "qp":
+	case "qp", "qp-handler":
 		// perftest's write_lat over a queue pair on the same stacks as the
 		// TCP ping-pong: iterations for about the duration at a 50 µs
 		// round trip. The marks take in the connection setup and
 		// perftest's 100 warm-up iterations (a small part of the CPU
 		// time); the latencies are the measured iterations'. The round
-		// trip is twice perftest's one-way figure.
+		// trip is twice perftest's one-way figure. qp-handler answers each
+		// Write from the queue pairs' OnInput handlers, where it lands,
+		// on both ends.
 		iters := min(max(int(*duration/(50*time.Microsecond)), 1000), 1_000_000)
 		qdial := func(ctx context.Context) (net.Conn, error) { return dial(ctx, "tcp", *qpAddr) }
 		mark("START")
 		t0 := time.Now()
-		r, err := perftest.Run(ctx, qdial, perftest.Params{Test: "write_lat", Size: *size, Iters: iters})
+		r, err := perftest.Run(ctx, qdial, perftest.Params{Test: "write_lat", Size: *size, Iters: iters, Handler: *workload == "qp-handler"})
 		res.Seconds = time.Since(t0).Seconds()
 		mark("END")
 		if err != nil {

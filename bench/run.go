@@ -56,16 +56,16 @@ type contender struct {
 }
 
 var allContenders = []contender{
-	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "qp", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
+	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "qp", "qp-handler", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
 	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, false, false, "", 0},
-	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "qp", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
+	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "qp", "qp-handler", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
 	// The same with one P: the application's goroutines then run on the
 	// worker's thread, which on a 2-CPU machine keeps them off the CPU
 	// the client needs.
-	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "qp", "rate", "bulk", "bulk-s2c"}, 1, false, false, "", 0},
+	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "qp", "qp-handler", "rate", "bulk", "bulk-s2c"}, 1, false, false, "", 0},
 	{"ustack-adaptive", "ustack", "adaptive", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, "", 0},
 	{"ustack-blocking", "ustack", "blocking", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, "", 0},
-	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "qp", "rate", "bulk", "bulk-s2c"}, 0, false, false, "", 0},
+	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "qp", "qp-handler", "rate", "bulk", "bulk-s2c"}, 0, false, false, "", 0},
 	// gVisor's endpoint drops a default veth peer's partial checksums
 	// (its connections never open), so it runs with full checksums.
 	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, true, false, "", 0},
@@ -309,7 +309,7 @@ func run(ctx context.Context, o options) (*report, error) {
 }
 
 // allWorkloads are the workloads a contender can run.
-var allWorkloads = []string{"pingpong", "qp", "rate", "bulk", "bulk-s2c", "conns"}
+var allWorkloads = []string{"pingpong", "qp", "qp-handler", "rate", "bulk", "bulk-s2c", "conns"}
 
 // measurements lists what to measure for a contender.
 func measurements(c contender, o options) []result {
@@ -319,7 +319,7 @@ func measurements(c contender, o options) []result {
 			continue
 		}
 		switch w {
-		case "pingpong", "qp":
+		case "pingpong", "qp", "qp-handler":
 			if w == "qp" && perftest.RaceEnabled {
 				continue // write_lat polls memory the queue pair writes
 			}
@@ -345,7 +345,7 @@ func (r result) summary() string {
 		return "FAILED: " + r.Error
 	}
 	switch r.Workload {
-	case "pingpong", "qp":
+	case "pingpong", "qp", "qp-handler":
 		return fmt.Sprintf("p50 %7.1fµs  p99 %7.1fµs  (%d round trips, server CPU %.2fs)", r.RTT.P50, r.RTT.P99, r.Count, r.ServerCPU)
 	case "rate":
 		return fmt.Sprintf("%10.0f requests/s  (server CPU %.2fs)", r.ReqPerSec, r.ServerCPU)
@@ -509,7 +509,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			m.ServerXDP, m.ClientXDP = srv.xdpMode, cr.XDPMode
 			if m.Seconds > 0 {
 				switch m.Workload {
-				case "pingpong", "qp", "rate", "conns":
+				case "pingpong", "qp", "qp-handler", "rate", "conns":
 					m.ReqPerSec = float64(m.Count) / m.Seconds
 				case "bulk", "bulk-s2c":
 					m.Gbps = float64(m.Bytes) * 8 / m.Seconds / 1e9

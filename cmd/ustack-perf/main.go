@@ -134,13 +134,14 @@ func runClient(ctx context.Context, args []string) error {
 	test := fs.String("test", "write_lat", "`test`: "+strings.Join(perftest.TestNames, ", "))
 	size := fs.Int("size", 64, "message `bytes`")
 	iters := fs.Int("iters", 10000, "`iterations`")
+	handler := fs.Bool("handler", false, "write_lat: answer each Write from the queue pairs' OnInput handlers, where it lands, on both ends")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 || *connect == "" {
 		return errors.New("client needs -connect and no arguments")
 	}
-	prm := perftest.Params{Test: *test, Size: *size, Iters: *iters}
+	prm := perftest.Params{Test: *test, Size: *size, Iters: *iters, Handler: *handler}
 	if err := prm.Validate(); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ustack-dev/ustack/qp"
@@ -32,17 +33,23 @@ type Params struct {
 	Test  string // one of TestNames
 	Size  int    // message bytes
 	Iters int    // measured iterations (after a warm-up of 100)
-	rkey  uint32 // the sender's region
+	// Handler runs write_lat from the queue pairs' OnInput handlers, on
+	// both ends: each Write is answered where it lands (ustack's worker,
+	// or the queue pair's reader goroutine over kernel TCP) instead of by
+	// an application goroutine that polls memory and blocks between
+	// polls. Only write_lat has it.
+	Handler bool
+	rkey    uint32 // the sender's region
 }
 
 func (prm Params) encode() []byte {
-	return []byte(fmt.Sprintf("ustack-perf test=%s size=%d iters=%d rkey=%d", prm.Test, prm.Size, prm.Iters, prm.rkey))
+	return []byte(fmt.Sprintf("ustack-perf test=%s size=%d iters=%d rkey=%d handler=%v", prm.Test, prm.Size, prm.Iters, prm.rkey, prm.Handler))
 }
 
 func parseParams(b []byte) (Params, error) {
 	var p Params
 	f := strings.Fields(string(b))
-	if len(f) != 5 || f[0] != "ustack-perf" {
+	if len(f) != 6 || f[0] != "ustack-perf" {
 		return p, fmt.Errorf("not a ustack-perf request: %q", b)
 	}
 	for _, kv := range f[1:] {
@@ -50,6 +57,12 @@ func parseParams(b []byte) (Params, error) {
 		switch k {
 		case "test":
 			p.Test = v
+		case "handler":
+			h, err := strconv.ParseBool(v)
+			if err != nil {
+				return p, fmt.Errorf("%s: %w", k, err)
+			}
+			p.Handler = h
 		default:
 			n, err := strconv.ParseUint(v, 10, 32)
 			if err != nil {
@@ -78,6 +91,9 @@ func (prm Params) Validate() error {
 	}
 	if prm.Test == "atomic_lat" && prm.Size != 8 {
 		return errors.New("atomic_lat works on 8 bytes: -size 8")
+	}
+	if prm.Handler && prm.Test != "write_lat" {
+		return fmt.Errorf("handler: only write_lat runs from handlers, not %s", prm.Test)
 	}
 	if prm.Iters < 1 || prm.Iters > 100_000_000 {
 		return fmt.Errorf("iters %d: want 1..10^8", prm.Iters)
@@ -113,6 +129,17 @@ type peer struct {
 	ctx   context.Context
 	wc    [64]qp.WC
 	timer *time.Timer // waitFor's, reused
+	// onInput is the queue pair's OnInput handler when set (before the
+	// queue pair connects).
+	onInput func()
+	lat     *latHandler  // write_lat from handlers
+	sendWR  [1]qp.SendWR // its Write, reused
+}
+
+// setSendWR prepares the Write of the send area into the peer's receive
+// area that handler rounds post.
+func (p *peer) setSendWR() {
+	p.sendWR[0] = qp.SendWR{Op: qp.WRWrite, SGL: p.sendSGE(), RemoteKey: p.rkey, RemoteOffset: uint64(p.lay.recvOff)}
 }
 
 func newPeer(ctx context.Context, size int) (*peer, error) {
@@ -132,6 +159,11 @@ func newPeer(ctx context.Context, size int) (*peer, error) {
 	}
 	cfg := qp.DefaultQPConfig(p.scq, p.rcq)
 	cfg.SendDepth, cfg.RecvDepth, cfg.MaxInline = 2*txDepth, rxDepth, 256
+	cfg.OnInput = func() {
+		if h := p.onInput; h != nil {
+			h()
+		}
+	}
 	if p.q, err = pd.CreateQP(cfg); err != nil {
 		return nil, err
 	}
@@ -235,8 +267,13 @@ type Result struct {
 func runClientTest(p *peer, prm Params) (Result, error) {
 	var r Result
 	total := prm.Iters + warmup
-	switch prm.Test {
-	case "write_lat", "send_lat":
+	switch {
+	case prm.Handler:
+		var err error
+		if r.Lat, err = p.handlerLat(total, true); err != nil {
+			return r, err
+		}
+	case prm.Test == "write_lat" || prm.Test == "send_lat":
 		if prm.Test == "send_lat" {
 			if err := p.postRecvs(rxDepth); err != nil {
 				return r, err
@@ -270,7 +307,7 @@ func runClientTest(p *peer, prm Params) (Result, error) {
 				r.Lat = append(r.Lat, time.Since(start)/2) // perftest: half the round trip
 			}
 		}
-	case "read_lat", "atomic_lat":
+	case prm.Test == "read_lat" || prm.Test == "atomic_lat":
 		r.Lat = make([]time.Duration, 0, prm.Iters)
 		wr := qp.SendWR{Op: qp.WRRead, Flags: qp.Signaled, SGL: p.sendSGE(), RemoteKey: p.rkey, RemoteOffset: uint64(p.lay.recvOff)}
 		if prm.Test == "atomic_lat" {
@@ -288,7 +325,7 @@ func runClientTest(p *peer, prm Params) (Result, error) {
 				r.Lat = append(r.Lat, time.Since(start))
 			}
 		}
-	case "write_bw", "send_bw":
+	case prm.Test == "write_bw" || prm.Test == "send_bw":
 		var err error
 		if r, err = clientBW(p, prm); err != nil {
 			return r, err
@@ -368,6 +405,110 @@ func clientBW(p *peer, prm Params) (Result, error) {
 	return r, nil
 }
 
+// handlerLat plays write_lat from the queue pair's OnInput handler:
+// when the peer's Write with the awaited tag lands, the handler answers
+// with the next Write at once, on the engine's goroutine. The client
+// starts and times the rounds (half round trips, as perftest reports,
+// after the warm-up); the server answers. The application goroutine
+// only waits for the end. p.onInput must be installed before the queue
+// pair connects: the client's is set here, before it posts the first
+// Write; the server's by Serve, before it accepts.
+func (p *peer) handlerLat(total int, client bool) ([]time.Duration, error) {
+	h := p.latHandler(total, client)
+	if client {
+		h.mu.Lock()
+		h.start = time.Now()
+		err := h.post()
+		h.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-h.done:
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return h.lat, err
+		case <-tick.C:
+			if err := p.q.Err(); err != nil {
+				return nil, err
+			}
+		case <-p.ctx.Done():
+			return nil, p.ctx.Err()
+		}
+	}
+}
+
+// latHandler is write_lat's state on the engine's goroutine.
+type latHandler struct {
+	mu     sync.Mutex // the first post is the application's
+	p      *peer
+	client bool
+	i      int // rounds done
+	total  int
+	start  time.Time
+	lat    []time.Duration
+	done   chan error
+}
+
+// latHandler installs a handler for total rounds as p.onInput; the
+// server's must be installed before it accepts.
+func (p *peer) latHandler(total int, client bool) *latHandler {
+	if p.lat != nil {
+		return p.lat
+	}
+	h := &latHandler{p: p, client: client, total: total, done: make(chan error, 1)}
+	if client {
+		h.lat = make([]time.Duration, 0, max(0, total-warmup))
+	}
+	p.lat = h
+	p.onInput = h.onInput
+	return h
+}
+
+func tagOf(i int) byte { return byte(i%255) + 1 }
+
+// post writes round i's message, its last byte the round's tag.
+func (h *latHandler) post() error {
+	p := h.p
+	p.buf[p.lay.size-1] = tagOf(h.i)
+	_, err := p.q.PostSend(p.sendWR[:])
+	return err
+}
+
+func (h *latHandler) onInput() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.p
+	for h.i < h.total && p.buf[p.lay.recvOff+p.lay.size-1] == tagOf(h.i) {
+		if h.client {
+			if h.i >= warmup {
+				h.lat = append(h.lat, time.Since(h.start)/2) // perftest: half the round trip
+			}
+			h.i++
+			if h.i == h.total {
+				break
+			}
+			h.start = time.Now()
+		}
+		if err := h.post(); err != nil {
+			h.i = h.total
+			h.done <- err
+			return
+		}
+		if !h.client {
+			h.i++
+		}
+	}
+	if h.i == h.total {
+		h.i++ // once
+		h.done <- nil
+	}
+}
+
 // serverRecvs is how many receives the server posts before it accepts
 // the connection: the client sends as soon as it has the server's reply,
 // and a SEND that finds no receive posted ends the connection (DDP's
@@ -386,6 +527,12 @@ func runServerTest(p *peer, prm Params) error {
 	total := prm.Iters + warmup
 	switch prm.Test {
 	case "write_lat":
+		if prm.Handler {
+			if _, err := p.handlerLat(total, false); err != nil {
+				return err
+			}
+			break
+		}
 		for i := 0; i < total; i++ {
 			v := byte(i%255) + 1
 			if err := p.waitByte(v); err != nil {
@@ -491,6 +638,10 @@ func Serve(ctx context.Context, l *qp.Listener) (Params, error) {
 	}
 	defer p.q.Close()
 	p.rkey = prm.rkey
+	if prm.Handler {
+		p.setSendWR()
+		p.latHandler(prm.Iters+warmup, false)
+	}
 	if err := p.postRecvs(serverRecvs(prm.Test)); err != nil {
 		req.Reject([]byte(err.Error()))
 		return prm, err
@@ -512,6 +663,9 @@ func Run(ctx context.Context, dial func(context.Context) (net.Conn, error), prm 
 	}
 	defer p.q.Close()
 	prm.rkey = p.mr.Key()
+	if prm.Handler {
+		p.latHandler(prm.Iters+warmup, true)
+	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	c, err := dial(cctx)
@@ -528,6 +682,9 @@ func Run(ctx context.Context, dial func(context.Context) (net.Conn, error), prm 
 		return Result{}, fmt.Errorf("server reply %q", reply)
 	}
 	p.rkey = uint32(n)
+	if prm.Handler {
+		p.setSendWR()
+	}
 	r, err := runClientTest(p, prm)
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", prm.Test, err)

@@ -11,13 +11,16 @@ import (
 )
 
 func TestParamsRoundTrip(t *testing.T) {
-	p := Params{Test: "write_bw", Size: 65536, Iters: 7, rkey: 0x101}
-	g, err := parseParams(p.encode())
-	if err != nil || g != p {
-		t.Fatalf("parsed %+v, %v; want %+v", g, err, p)
+	for _, p := range []Params{{Test: "write_bw", Size: 65536, Iters: 7, rkey: 0x101}, {Test: "write_lat", Size: 64, Iters: 9, rkey: 0x201, Handler: true}} {
+		g, err := parseParams(p.encode())
+		if err != nil || g != p {
+			t.Fatalf("parsed %+v, %v; want %+v", g, err, p)
+		}
 	}
-	for _, bad := range []string{"", "ustack-perf test=nope size=1 iters=1 rkey=1", "ustack-perf test=write_lat size=0 iters=1 rkey=1",
-		"ustack-perf test=atomic_lat size=64 iters=1 rkey=1", "ustack-perf test=write_lat size=x iters=1 rkey=1"} {
+	for _, bad := range []string{"", "ustack-perf test=nope size=1 iters=1 rkey=1 handler=false", "ustack-perf test=write_lat size=0 iters=1 rkey=1 handler=false",
+		"ustack-perf test=atomic_lat size=64 iters=1 rkey=1 handler=false", "ustack-perf test=write_lat size=x iters=1 rkey=1 handler=false",
+		"ustack-perf test=write_lat size=1 iters=1 rkey=1", "ustack-perf test=read_lat size=1 iters=1 rkey=1 handler=true",
+		"ustack-perf test=write_lat size=1 iters=1 rkey=1 handler=maybe"} {
 		if _, err := parseParams([]byte(bad)); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
@@ -36,12 +39,13 @@ func TestEveryTestOverLoopback(t *testing.T) {
 	defer cancel()
 	l := qp.NewListener(ln)
 	dial := func(ctx context.Context) (net.Conn, error) { return net.Dial("tcp", ln.Addr().String()) }
-	for _, test := range TestNames {
+	for _, test := range append(TestNames, "write_lat/handler") {
 		if RaceEnabled && (test == "write_lat" || test == "send_bw") {
 			t.Logf("%s: skipped under the race detector (it polls memory the queue pair writes)", test)
 			continue
 		}
-		prm := Params{Test: test, Size: 256, Iters: 300}
+		test, mode, _ := strings.Cut(test, "/")
+		prm := Params{Test: test, Size: 256, Iters: 300, Handler: mode == "handler"}
 		if test == "atomic_lat" {
 			prm.Size = 8
 		}
