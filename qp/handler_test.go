@@ -1,63 +1,11 @@
 package qp_test
 
 import (
-	"context"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/ustack-dev/ustack/internal/qptest"
-	"github.com/ustack-dev/ustack/qp"
 )
-
-// handlerSide makes a queue pair whose OnInput is onInput, with a region
-// for qptest.
-func handlerSide(t *testing.T, onInput func()) qptest.Side {
-	t.Helper()
-	dev := qp.NewDevice()
-	pd := dev.AllocPD()
-	cq, err := dev.CreateCQ(256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, qptest.RegionSize)
-	mr, err := pd.RegMR(buf, qp.LocalWrite|qp.RemoteWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := qp.DefaultQPConfig(cq, cq)
-	cfg.OnInput = onInput
-	q, err := pd.CreateQP(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Modify(qp.StateInit); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close() })
-	return qptest.Side{QP: q, MR: mr, Buf: buf}
-}
-
-// connectSides connects a (initiator over ca) and b (over cb).
-func connectSides(t *testing.T, a, b qptest.Side, ca, cb net.Conn) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() {
-		r, err := qp.ReadRequest(ctx, cb)
-		if err == nil {
-			err = r.Accept(b.QP, nil)
-		}
-		errc <- err
-	}()
-	if _, err := a.QP.Connect(ctx, ca, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestOnInputPingPong: handlers answer each other's Writes as they land,
 // posting from the engine's goroutine: messages that the connection
@@ -92,14 +40,9 @@ func TestOnInputPingPong(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pp := qptest.New(300)
-			a, b := handlerSide(t, pp.OnInputA), handlerSide(t, pp.OnInputB)
+			a, b := qptest.NewSide(t, pp.OnInputA), qptest.NewSide(t, pp.OnInputB)
 			ca, cb := tc.dial()
-			connectSides(t, a, b, ca, cb)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := pp.Run(ctx, a, b); err != nil {
-				t.Fatal(err)
-			}
+			pp.Play(t, a, b, ca, cb)
 		})
 	}
 }

@@ -49,7 +49,7 @@ func (c *frameCounter) get() (data, pureACKs int, lastAck uint32) {
 }
 
 // dialPair connects A to a listener on B and returns both ends.
-func dialPair(t *testing.T, mp *memPair, port uint16) (client, server net.Conn) {
+func dialPair(t testing.TB, mp *memPair, port uint16) (client, server net.Conn) {
 	t.Helper()
 	ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), port).String())
 	if err != nil {

@@ -182,33 +182,6 @@ func TestMemQueuePairOverUstack(t *testing.T) {
 	}
 }
 
-// handlerEnd is a queue pair on a stack whose OnInput is onInput.
-func handlerEnd(t *testing.T, onInput func()) qptest.Side {
-	t.Helper()
-	dev := qp.NewDevice()
-	pd := dev.AllocPD()
-	cq, err := dev.CreateCQ(256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, qptest.RegionSize)
-	mr, err := pd.RegMR(buf, qp.LocalWrite|qp.RemoteWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := qp.DefaultQPConfig(cq, cq)
-	cfg.OnInput = onInput
-	q, err := pd.CreateQP(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Modify(qp.StateInit); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close() })
-	return qptest.Side{QP: q, MR: mr, Buf: buf}
-}
-
 // TestMemQueuePairOnInputOnWorker: queue pairs on two ustack stacks
 // answer each other's Writes from their OnInput handlers, which run on
 // the workers and post from there without waiting (TryWrite; what the
@@ -218,11 +191,7 @@ func TestMemQueuePairOnInputOnWorker(t *testing.T) {
 	for _, poll := range []PollPolicy{Spin, Blocking} {
 		t.Run(poll.String(), func(t *testing.T) {
 			mp := newMemPair(t, poll)
-			ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 4792).String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
+			ca, cb := dialPair(t, mp, 4792)
 			pp := qptest.New(200)
 			var offWorker atomic.Int32
 			onWorker := func(h func()) func() {
@@ -234,30 +203,8 @@ func TestMemQueuePairOnInputOnWorker(t *testing.T) {
 					h()
 				}
 			}
-			a, b := handlerEnd(t, onWorker(pp.OnInputA)), handlerEnd(t, onWorker(pp.OnInputB))
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			errc := make(chan error, 1)
-			go func() {
-				r, err := qp.NewListener(ln).Accept(ctx)
-				if err == nil {
-					err = r.Accept(b.QP, nil)
-				}
-				errc <- err
-			}()
-			c, err := mp.a.DialContext(ctx, "tcp4", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := a.QP.Connect(ctx, c, nil); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-errc; err != nil {
-				t.Fatal(err)
-			}
-			if err := pp.Run(ctx, a, b); err != nil {
-				t.Fatal(err)
-			}
+			a, b := qptest.NewSide(t, onWorker(pp.OnInputA)), qptest.NewSide(t, onWorker(pp.OnInputB))
+			pp.Play(t, a, b, ca, cb)
 			if n := offWorker.Load(); n != 0 {
 				t.Fatalf("%d handler calls off the worker", n)
 			}
@@ -272,15 +219,11 @@ func TestMemQueuePairOnInputOnWorker(t *testing.T) {
 // goroutine involved. It reports the allocations of every goroutine.
 func BenchmarkMemQueuePairHandlerPingPong(b *testing.B) {
 	mp := newMemPair(b, Spin)
-	ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 4793).String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
+	ca, cb := dialPair(b, mp, 4793)
+	// Each side answers a Write that lands (a new tag in its inbox's last
+	// byte, at 127) with one of its own (tag+1, at the peer's 127).
 	type side struct {
-		q   *qp.QP
-		mr  *qp.MR
-		buf []byte
+		qptest.Side
 		wr  [1]qp.SendWR
 		tag byte
 	}
@@ -290,10 +233,10 @@ func BenchmarkMemQueuePairHandlerPingPong(b *testing.B) {
 	target := int64(b.N)
 	bounce := func(s *side, count bool) func() {
 		return func() {
-			if s.buf[127] == s.tag { // nothing new
+			if s.Buf[127] == s.tag { // nothing new
 				return
 			}
-			s.tag = s.buf[127]
+			s.tag = s.Buf[127]
 			if count && rounds.Add(1) >= target {
 				select {
 				case done <- struct{}{}:
@@ -301,63 +244,26 @@ func BenchmarkMemQueuePairHandlerPingPong(b *testing.B) {
 				}
 				return
 			}
-			s.buf[63] = s.tag + 1
-			s.q.PostSend(s.wr[:])
+			s.Buf[63] = s.tag + 1
+			s.QP.PostSend(s.wr[:])
 		}
 	}
-	mk := func(s *side, h func()) {
-		dev := qp.NewDevice()
-		pd := dev.AllocPD()
-		cq, err := dev.CreateCQ(64)
-		if err != nil {
-			b.Fatal(err)
-		}
-		s.buf = make([]byte, 128)
-		if s.mr, err = pd.RegMR(s.buf, qp.LocalWrite|qp.RemoteWrite); err != nil {
-			b.Fatal(err)
-		}
-		cfg := qp.DefaultQPConfig(cq, cq)
-		cfg.OnInput = h
-		if s.q, err = pd.CreateQP(cfg); err != nil {
-			b.Fatal(err)
-		}
-		if err := s.q.Modify(qp.StateInit); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { s.q.Close() })
-	}
-	mk(&a, bounce(&a, true))
-	mk(&c, bounce(&c, false))
-	a.wr[0] = qp.SendWR{Op: qp.WRWrite, SGL: []qp.SGE{{Len: 64, Key: a.mr.Key()}}, RemoteKey: c.mr.Key(), RemoteOffset: 64}
-	c.wr[0] = qp.SendWR{Op: qp.WRWrite, SGL: []qp.SGE{{Len: 64, Key: c.mr.Key()}}, RemoteKey: a.mr.Key(), RemoteOffset: 64}
+	a.Side, c.Side = qptest.NewSide(b, bounce(&a, true)), qptest.NewSide(b, bounce(&c, false))
+	a.wr[0] = qp.SendWR{Op: qp.WRWrite, SGL: []qp.SGE{{Len: 64, Key: a.MR.Key()}}, RemoteKey: c.MR.Key(), RemoteOffset: 64}
+	c.wr[0] = qp.SendWR{Op: qp.WRWrite, SGL: []qp.SGE{{Len: 64, Key: c.MR.Key()}}, RemoteKey: a.MR.Key(), RemoteOffset: 64}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	errc := make(chan error, 1)
-	go func() {
-		r, err := qp.NewListener(ln).Accept(ctx)
-		if err == nil {
-			err = r.Accept(c.q, nil)
-		}
-		errc <- err
-	}()
-	conn, err := mp.a.DialContext(ctx, "tcp4", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := a.q.Connect(ctx, conn, nil); err != nil {
-		b.Fatal(err)
-	}
-	if err := <-errc; err != nil {
+	if err := qptest.Connect(ctx, a.QP, c.QP, ca, cb); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	a.buf[63] = 1
-	a.q.PostSend(a.wr[:])
+	a.Buf[63] = 1
+	a.QP.PostSend(a.wr[:])
 	select {
 	case <-done:
 	case <-time.After(time.Minute):
-		b.Fatalf("%d of %d rounds (%v, %v)", rounds.Load(), b.N, a.q.Err(), c.q.Err())
+		b.Fatalf("%d of %d rounds (%v, %v)", rounds.Load(), b.N, a.QP.Err(), c.QP.Err())
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/rtt")

@@ -10,7 +10,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"sync"
+	"testing"
+	"time"
 
 	"github.com/ustack-dev/ustack/qp"
 )
@@ -21,6 +24,53 @@ type Side struct {
 	QP  *qp.QP
 	MR  *qp.MR
 	Buf []byte
+}
+
+// NewSide returns a queue pair in Init, with one CQ for both directions,
+// a region of RegionSize bytes with local and remote write rights, and
+// onInput as its OnInput handler; it is closed when tb ends.
+func NewSide(tb testing.TB, onInput func()) Side {
+	tb.Helper()
+	dev := qp.NewDevice()
+	pd := dev.AllocPD()
+	cq, err := dev.CreateCQ(256)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	buf := make([]byte, RegionSize)
+	mr, err := pd.RegMR(buf, qp.LocalWrite|qp.RemoteWrite)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg := qp.DefaultQPConfig(cq, cq)
+	cfg.OnInput = onInput
+	q, err := pd.CreateQP(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := q.Modify(qp.StateInit); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { q.Close() })
+	return Side{QP: q, MR: mr, Buf: buf}
+}
+
+// Connect connects a, the initiator over ca, to b over cb, the other end
+// of the same stream.
+func Connect(ctx context.Context, a, b *qp.QP, ca, cb net.Conn) error {
+	errc := make(chan error, 1)
+	go func() {
+		r, err := qp.ReadRequest(ctx, cb)
+		if err == nil {
+			err = r.Accept(b, nil)
+		}
+		errc <- err
+	}()
+	_, err := a.Connect(ctx, ca, nil)
+	if berr := <-errc; err == nil {
+		err = berr
+	}
+	return err
 }
 
 // RegionSize is the region each side needs: an inbox and an outbox of
@@ -150,4 +200,18 @@ func (p *PingPong) Run(ctx context.Context, a, b Side) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.err
+}
+
+// Play connects a (over ca) to b (over cb) and runs the rounds, failing
+// tb if anything goes wrong or it takes more than 30 seconds.
+func (p *PingPong) Play(tb testing.TB, a, b Side, ca, cb net.Conn) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := Connect(ctx, a.QP, b.QP, ca, cb); err != nil {
+		tb.Fatal(err)
+	}
+	if err := p.Run(ctx, a, b); err != nil {
+		tb.Fatal(err)
+	}
 }
