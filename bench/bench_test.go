@@ -136,23 +136,14 @@ func TestPrivilegedQuickRun(t *testing.T) {
 			if q == nil || r.Count < 10 || !(q.P50 > 0 && q.P50 <= q.P90 && q.P90 <= q.P99 && q.P99 <= q.P999 && q.P999 <= q.Max) || len(r.CDF) == 0 {
 				t.Errorf("%s: implausible RTT %+v over %d round trips", key, q, r.Count)
 			}
-			// ustack servers report a latency breakdown: every stage, in
-			// path order, for most round trips.
-			if c := contenderNamed(r.Contender); c != nil && c.Server == "ustack" {
-				if len(r.Breakdown) != 5 {
-					t.Errorf("%s: breakdown %+v", key, r.Breakdown)
-					break
-				}
-				for i, s := range r.Breakdown {
-					if s.Count < uint64(r.Count)/2 || s.P50 <= 0 || i > 0 && s.P50 < r.Breakdown[i-1].P50 {
-						t.Errorf("%s: breakdown stage %+v implausible (%d round trips)", key, s, r.Count)
-					}
-				}
-			}
+			checkBreakdown(t, key, r)
 		case "qp", "qp-handler":
 			q := r.RTT
 			if q == nil || r.Count < 1000 || !(q.P50 > 0 && q.P50 <= q.P90 && q.P90 <= q.P99 && q.P99 <= q.P999 && q.P999 <= q.Max) {
 				t.Errorf("%s: implausible write_lat RTT %+v over %d iterations", key, q, r.Count)
+			}
+			if r.Workload == "qp-handler" {
+				checkBreakdown(t, key, r)
 			}
 		case "rate":
 			if r.Count < 10 || r.ReqPerSec <= 0 {
@@ -208,3 +199,22 @@ func contenderNamed(name string) *contender {
 }
 
 func sprintf(f string, a ...any) string { return fmt.Sprintf(f, a...) }
+
+// checkBreakdown: ustack servers report a latency breakdown of the
+// ping-pong and of write_lat from handlers: every stage, in path order,
+// for most round trips.
+func checkBreakdown(t *testing.T, key string, r result) {
+	t.Helper()
+	if c := contenderNamed(r.Contender); c == nil || c.Server != "ustack" {
+		return
+	}
+	if len(r.Breakdown) != 5 {
+		t.Errorf("%s: breakdown %+v", key, r.Breakdown)
+		return
+	}
+	for i, s := range r.Breakdown {
+		if s.Count < uint64(r.Count)/2 || s.P50 <= 0 || i > 0 && s.P50 < r.Breakdown[i-1].P50 {
+			t.Errorf("%s: breakdown stage %+v implausible (%d round trips)", key, s, r.Count)
+		}
+	}
+}

@@ -131,12 +131,17 @@ func (r *report) printTables(w io.Writer) {
 		}
 		tw.Flush()
 	}
-	for _, n := range names {
-		x := r.find(n, "pingpong", 64)
+	for _, row := range breakdownRows(names) {
+		n := row.contender
+		x := r.find(n, row.workload, 64)
 		if x == nil || len(x.Breakdown) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s server, 64-byte ping-pong: latency breakdown (µs from the request leaving the RX ring)\n", n)
+		what := "ping-pong"
+		if row.workload == "qp-handler" {
+			what = "write_lat from handlers (read: the engine on the worker took the Write in; write: its handler posted the answer)"
+		}
+		fmt.Fprintf(w, "\n%s server, 64-byte %s: latency breakdown (µs from the request leaving the RX ring)\n", n, what)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "stage	requests	p50	p90	p99	")
 		for _, s := range x.Breakdown {
@@ -361,6 +366,18 @@ func qpRows(names []string) []qpRow {
 	var rows []qpRow
 	for _, n := range names {
 		rows = append(rows, qpRow{n, "qp"}, qpRow{n, "qp-handler"})
+	}
+	return rows
+}
+
+// breakdownRows lists the workloads whose ustack servers report a latency
+// breakdown: the TCP ping-pong, then write_lat from handlers.
+func breakdownRows(names []string) []qpRow {
+	var rows []qpRow
+	for _, w := range []string{"pingpong", "qp-handler"} {
+		for _, n := range names {
+			rows = append(rows, qpRow{n, w})
+		}
 	}
 	return rows
 }

@@ -519,7 +519,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 				m.ServerCPUPerM = m.ServerCPU / float64(m.Count) * 1e6
 				m.ClientCPUPerM = m.ClientCPU / float64(m.Count) * 1e6
 			}
-			if m.Workload == "pingpong" {
+			if m.Workload == "pingpong" || m.Workload == "qp-handler" {
 				m.Breakdown = serverTrace(srv)
 			}
 			return m

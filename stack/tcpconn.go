@@ -177,6 +177,9 @@ func (c *tcpConn) TryWrite(b []byte) (int, error) {
 	if c.closed.Load() {
 		return 0, c.opError("write", net.ErrClosed)
 	}
+	if t := c.s.ep.trace; t != nil {
+		t.mark(StageWrite)
+	}
 	c.wbuf.Reset(b)
 	m, err := c.ep.Write(&c.wbuf, tcpip.WriteOptions{})
 	switch err.(type) {
