@@ -14,8 +14,11 @@
 //	    (early demux, fastpath.go), anything else through netstack's
 //	    layers → once the batch is in, processes every TCP connection it
 //	    touched on the worker itself (run to completion), which wakes the
-//	    application goroutines with data → yields to them so their
-//	    replies are written before the next kick → recycles the batch.
+//	    application goroutines with data → reads the connections handed
+//	    to it with PollOnWorker that the processing made readable
+//	    (workerpoll.go: package qp's engines run there) → yields to the
+//	    goroutines so their replies are written before the next kick →
+//	    recycles the batch.
 //	TX (tx.go): netstack writes from the writer's goroutine (the
 //	    application's, or the worker's for ACKs) → the first packet's flow
 //	    hash picks a queue → under that queue's TX lock each packet is
@@ -52,7 +55,11 @@
 // Stats.Summary prints it, and package metrics exports it to Prometheus.
 //
 // TCP connections are ustack's own net.Conn (tcpconn.go) over netstack's
-// endpoint, allocation-free per Read and Write. As sockets listen and
+// endpoint, allocation-free per Read and Write. Beyond net.Conn (and
+// CloseRead/CloseWrite) they offer, through an interface assertion,
+// PollOnWorker(buf, consume, done), which hands the connection's reading
+// to the worker, and TryWrite(b), a Write that never waits: what a
+// protocol engine running on the worker needs. As sockets listen and
 // dial, their (address, protocol, port) is added to the XDP program's
 // owned_ports table, and removed once the connection has finished
 // closing, so unrelated traffic to the same address keeps going to the
