@@ -74,3 +74,77 @@ func Example() {
 	// server: immediate 42 memory written by RDMA
 	// client: read 7 bytes: written
 }
+
+// ExampleQPConfig_onInput answers each Send where it arrives: the
+// server's OnInput handler polls its receive CQ on the engine's goroutine
+// (ustack's worker over a ustack connection, the queue pair's reader
+// otherwise) and sends the reply from there, with no goroutine of the
+// application's woken per message.
+func ExampleQPConfig_onInput() {
+	ctx := context.Background()
+	dev := qp.NewDevice()
+	pd := dev.AllocPD()
+	mem := make([]byte, 64)
+	mr, _ := pd.RegMR(mem, qp.LocalWrite)
+
+	// The server: a receive posted per message; the handler upper-cases
+	// what arrived and sends it back.
+	scq, _ := dev.CreateCQ(16)
+	var sq *qp.QP
+	cfg := qp.DefaultQPConfig(scq, scq)
+	cfg.OnInput = func() {
+		var wc [4]qp.WC
+		for i := range scq.Poll(wc[:]) {
+			if wc[i].Op != qp.WCRecv || wc[i].Status != qp.StatusSuccess {
+				continue
+			}
+			msg := []byte(string(mem[:wc[i].Len]))
+			for j, c := range msg {
+				if 'a' <= c && c <= 'z' {
+					msg[j] = c - 'a' + 'A'
+				}
+			}
+			sq.PostRecv([]qp.RecvWR{{SGL: []qp.SGE{{Len: 32, Key: mr.Key()}}}})
+			sq.PostSend([]qp.SendWR{{Op: qp.WRSend, Flags: qp.Inline, Inline: msg}})
+		}
+	}
+	sq, _ = pd.CreateQP(cfg)
+	sq.Modify(qp.StateInit)
+	defer sq.Close()
+	sq.PostRecv([]qp.RecvWR{{SGL: []qp.SGE{{Len: 32, Key: mr.Key()}}}})
+
+	// The client: an ordinary application goroutine that polls.
+	cdev := qp.NewDevice()
+	cpd := cdev.AllocPD()
+	cmem := make([]byte, 64)
+	cmr, _ := cpd.RegMR(cmem, qp.LocalWrite)
+	ccq, _ := cdev.CreateCQ(16)
+	cq, _ := cpd.CreateQP(qp.DefaultQPConfig(ccq, ccq))
+	cq.Modify(qp.StateInit)
+	defer cq.Close()
+
+	client, server := net.Pipe()
+	go func() {
+		req, _ := qp.ReadRequest(ctx, server)
+		req.Accept(sq, nil)
+	}()
+	if _, err := cq.Connect(ctx, client, nil); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range []string{"hello", "queue pairs"} {
+		cq.PostRecv([]qp.RecvWR{{SGL: []qp.SGE{{Len: 32, Key: cmr.Key()}}}})
+		cq.PostSend([]qp.SendWR{{Op: qp.WRSend, Flags: qp.Inline, Inline: []byte(m)}})
+		var wc [1]qp.WC
+		for {
+			if ccq.Poll(wc[:]) == 1 && wc[0].Op == qp.WCRecv {
+				break
+			}
+			ccq.Wait(ctx)
+		}
+		fmt.Println(string(cmem[:wc[0].Len]))
+	}
+	// Output:
+	// HELLO
+	// QUEUE PAIRS
+}
