@@ -268,3 +268,29 @@ func BenchmarkMemQueuePairHandlerPingPong(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/rtt")
 }
+
+// TestMemQueuePairStackClose: closing a stack under a queue pair its
+// worker reads fails that queue pair's peer (its connection is reset)
+// and neither queue pair's Close hangs.
+func TestMemQueuePairStackClose(t *testing.T) {
+	mp := newMemPair(t, Spin)
+	ca, cb := dialPair(t, mp, 4794)
+	a, b := qptest.NewSide(t, nil), qptest.NewSide(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := qptest.Connect(ctx, a.QP, b.QP, ca, cb); err != nil {
+		t.Fatal(err)
+	}
+	mp.b.Close()
+	done := make(chan struct{})
+	go func() { b.QP.Close(); a.QP.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("queue pair Close hangs after its stack closed")
+	}
+	var ce *qp.ConnError
+	if !errors.As(a.QP.Err(), &ce) {
+		t.Fatalf("peer's error %v, want a connection error", a.QP.Err())
+	}
+}
