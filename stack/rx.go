@@ -66,6 +66,9 @@ func (e *endpoint) worker(i int, q *queue) {
 			// connection's last queued segment). deliverBatch copied
 			// the frames, so they are recycled at once.
 			for b := 1; n == batchSize && b < maxRxBatches; b++ {
+				if h := e.betweenRxBatches.Load(); h != nil {
+					(*h)()
+				}
 				if n = q.io.Receive(q.rxDescs[:]); n > 0 {
 					e.deliverBatch(q, q.rxDescs[:n])
 					q.io.Recycle(q.rxDescs[:n])

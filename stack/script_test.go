@@ -146,6 +146,12 @@ type scriptOptions struct {
 	Timestamps bool
 	// Config, when set, adjusts the Stack's configuration.
 	Config func(*Config)
+	// HandshakeRTT delays the peer's ACK of ustack's SYN-ACK in Connect,
+	// so that ustack's first RTT sample, its smoothed RTT and so its
+	// probe timeout (2·SRTT + 2 ms) are at least that long: a script
+	// that must not see a tail loss probe while it takes its time sets
+	// it well above a busy machine's scheduling delays.
+	HandshakeRTT time.Duration
 }
 
 // scriptPeer is the remote end of one TCP connection to a Stack.
@@ -244,6 +250,7 @@ func (p *scriptPeer) Connect() net.Conn {
 	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
 	p.Send(seg{Flags: "S", Seq: 0})
 	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+	time.Sleep(p.o.HandshakeRTT)
 	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
 	return accepted("ustack completed no connection after the handshake")
 }

@@ -156,8 +156,9 @@ func timerHandler(e *Endpoint, f func() tcpip.Error) func() {
 		e.mu.Unlock()
 
 		// notify processor if there are pending segments to be
-		// processed.
-		if !e.segmentQueue.empty() {
+		// processed. ustack: unless a link endpoint's goroutine will,
+		// after its receive burst (see UnlockUser).
+		if !e.segmentQueue.empty() && !e.pendingInline.Load() {
 			processor.queueEndpoint(e)
 		}
 	}

@@ -548,19 +548,22 @@ func (d *dispatcher) queuePacket(stackEP stack.TransportEndpoint, id stack.Trans
 		return
 	}
 
+	// ustack: run to completion on the delivering goroutine when the link
+	// endpoint collects deferred work; once per endpoint and batch. Also
+	// while a user goroutine holds the endpoint: the segments are the
+	// delivering goroutine's to process after the rest of its receive
+	// burst (pendingInline), so that neither that goroutine's UnlockUser
+	// nor a timer hands a part of the burst to the processor.
+	if pkt.Deferrer != nil {
+		if !ep.pendingInline.Swap(true) {
+			pkt.Deferrer.Defer(ep)
+		}
+		return
+	}
 	// Only wakeup the processor if endpoint lock is not held by a user
 	// goroutine as endpoint.UnlockUser will wake up the processor if the
 	// segment queue is not empty.
 	if !ep.isOwnedByUser() {
-		// ustack: run to completion on the delivering goroutine when the
-		// link endpoint collects deferred work; once per endpoint and
-		// batch.
-		if pkt.Deferrer != nil {
-			if !ep.pendingInline.Swap(true) {
-				pkt.Deferrer.Defer(ep)
-			}
-			return
-		}
 		d.selectProcessor(id).queueEndpoint(ep)
 	}
 }

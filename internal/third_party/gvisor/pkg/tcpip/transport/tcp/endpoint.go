@@ -752,6 +752,15 @@ func (e *Endpoint) UnlockUser() {
 	processor := e.protocol.dispatcher.selectProcessor(e.ID)
 	e.mu.Unlock()
 
+	// ustack: a link endpoint's goroutine that queued segments here and
+	// has yet to run RunDeferred processes them after its whole receive
+	// burst; handing them to the processor now could process a part of
+	// it. Checked after the unlock: RunDeferred clears pendingInline
+	// before it tries the lock, so one of the two processes them.
+	if e.pendingInline.Load() {
+		return
+	}
+
 	// Wake up the processor for this endpoint to process any queued
 	// segments after releasing the lock to avoid the case where if the
 	// processor goroutine starts running before we release the lock here
