@@ -405,11 +405,13 @@ func (q *QP) encode(s *sqSlot) (ok bool, err error) {
 
 // workerPolled is a transport that reads the stream itself and hands
 // what it read to a consumer on its own goroutine: ustack's TCP
-// connections, whose worker calls consume right after the TCP processing
-// that brought the bytes (stack's PollOnWorker). consume must not block;
-// done is called once, when the stream ends.
+// connections, whose worker calls consume with the bytes, straight from
+// its buffers and with the connection locked, right after the TCP
+// processing that brought them, then consumed with it unlocked (stack's
+// PollOnWorker). Neither may block; done is called once, when the stream
+// ends.
 type workerPolled interface {
-	PollOnWorker(buf []byte, consume func([]byte), done func(error)) error
+	PollOnWorker(consume func([]byte), consumed func(), done func(error)) error
 }
 
 // start attaches conn and starts the engine; the queue pair moves to RTS.
@@ -423,13 +425,16 @@ func (q *QP) start(conn net.Conn) {
 	q.state = StateRTS
 	q.mu.Unlock()
 	q.wg.Add(2)
-	if polled && wp.PollOnWorker(q.rbuf, q.consume, q.readDone) != nil {
+	if polled && wp.PollOnWorker(q.consumeData, q.afterInput, q.readDone) != nil {
 		polled = false
 	}
 	q.mu.Lock()
 	q.polled = polled
 	q.mu.Unlock()
 	if !polled {
+		if q.rbuf == nil {
+			q.rbuf = make([]byte, 64<<10)
+		}
 		go q.readLoop()
 	}
 	go q.txLoop()
@@ -449,18 +454,38 @@ func (q *QP) readLoop() {
 	}
 }
 
-// consume takes in bytes read from the connection: on the reader
-// goroutine, or on ustack's worker.
+// consume takes in bytes the reader goroutine read from the connection.
 func (q *QP) consume(b []byte) {
+	q.consumeData(b)
+	q.afterInput()
+}
+
+// consumeData places bytes read from the connection: on the reader
+// goroutine, or on ustack's worker with the connection locked (so it
+// never writes to it).
+func (q *QP) consumeData(b []byte) {
 	if q.draining {
 		return
 	}
+	q.fed = true
 	if !q.input(b) {
 		// Keep reading, and discard, until the peer closes: closing
 		// with unread data would reset the connection and could destroy
 		// the Terminate on its way to the peer.
 		q.draining = true
-	} else {
+	}
+}
+
+// afterInput sends the responses input queued and runs the OnInput
+// handler, once per read that brought input (the failing one included):
+// on the reader goroutine, or on ustack's worker with the connection
+// unlocked.
+func (q *QP) afterInput() {
+	if !q.fed {
+		return
+	}
+	q.fed = false
+	if !q.draining {
 		q.respondInline()
 	}
 	if h := q.cfg.OnInput; h != nil {

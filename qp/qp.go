@@ -261,7 +261,7 @@ type QP struct {
 	// Receive side: only the reading goroutine (input) touches these.
 	stage  []byte
 	stageN int
-	rbuf   []byte
+	rbuf   []byte // the reader goroutine's, made when it starts
 	msnIn  [numQN]uint32
 	inMsg  [numQN]bool
 	moIn   [numQN]uint32
@@ -270,6 +270,8 @@ type QP struct {
 	// draining: input failed, and the rest of the stream is read and
 	// discarded until the peer closes.
 	draining bool
+	// fed: input ran since afterInput last did.
+	fed bool
 	// polled: the transport's worker feeds input (workerPolled).
 	polled bool
 	// inHandler is set while OnInput runs: PostSend then never waits.
@@ -304,7 +306,6 @@ func (pd *PD) CreateQP(cfg QPConfig) (*QP, error) {
 	q.cur.sgl = make([]SGE, 0, max(cfg.MaxSGE, q.rq.maxSGE))
 	q.txbuf = make([]byte, max(256<<10, 4*cfg.MaxFPDU))
 	q.stage = make([]byte, MaxFPDU)
-	q.rbuf = make([]byte, 64<<10)
 	pd.n.Add(1)
 	return q, nil
 }
@@ -367,7 +368,7 @@ func (q *QP) reset() {
 	q.ordH, q.ordN, q.respH, q.respN = 0, 0, 0, 0
 	q.txn, q.msnOut, q.conn, q.raw = 0, [numQN]uint32{}, nil, nil
 	q.stageN, q.msnIn, q.inMsg, q.moIn, q.failed = 0, [numQN]uint32{}, [numQN]bool{}, [numQN]uint32{}, false
-	q.draining, q.polled = false, false
+	q.draining, q.polled, q.fed = false, false, false
 	if q.srq == nil {
 		q.rq = newRecvQueue(q.pd, q.cfg.RecvDepth, q.cfg.MaxSGE)
 	}

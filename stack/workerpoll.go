@@ -24,20 +24,31 @@ import (
 
 // maxPollReads is how many reads one turn on the worker makes of a
 // connection before it goes to the back of the ready list, so that one
-// busy stream does not starve the others or the RX ring.
+// busy stream does not starve the others or the RX ring (a read takes
+// everything queued then).
 const maxPollReads = 4
 
 var errPolled = errors.New("connection is read by the worker (PollOnWorker)")
 
 // pollState is a worker-read connection's.
 type pollState struct {
-	c       *tcpConn
-	buf     []byte
-	consume func([]byte)
-	done    func(error)
-	entry   waiter.Entry
-	queued  atomic.Bool // on the ready list
-	ended   atomic.Bool // done called (or on its way)
+	c        *tcpConn
+	w        pollWriter
+	consumed func()
+	done     func(error)
+	entry    waiter.Entry
+	queued   atomic.Bool // on the ready list
+	ended    atomic.Bool // done called (or on its way)
+}
+
+// pollWriter hands netstack's buffers to the consumer as they are read:
+// no copy in between.
+type pollWriter struct{ consume func([]byte) }
+
+// Write implements io.Writer for netstack's ReadCount.
+func (w *pollWriter) Write(b []byte) (int, error) {
+	w.consume(b)
+	return len(b), nil
 }
 
 // NotifyEvent implements waiter.EventListener: the connection became
@@ -101,21 +112,24 @@ func (e *endpoint) wakeForReady() {
 }
 
 // PollOnWorker hands the connection's reading to ustack's worker: from
-// now on, whenever data arrives, the worker reads it into buf and calls
-// consume with what it read, in order, on the worker's goroutine, right
-// after the TCP processing of the batch that brought it. When the stream
-// ends, done is called once, on a goroutine of its own, with io.EOF after
-// the peer's orderly close, net.ErrClosed after Close, or the
-// connection's error; consume is not called after that.
+// now on, whenever data arrives, the worker reads it, right after the TCP
+// processing of the batch that brought it, and calls consume with the
+// bytes, in order, straight from netstack's buffers (b is valid only
+// during the call, and one read may make several calls), then consumed
+// once. When the stream ends, done is called once, on a goroutine of its
+// own, with io.EOF after the peer's orderly close, net.ErrClosed after
+// Close, or the connection's error; neither consume nor consumed is
+// called after that.
 //
-// consume runs on the worker: it must not block (no Read, no Write that
-// may wait for room, no lock held across I/O) and should be quick, since
-// every connection of the queue waits for it. Read must not be called on
-// the connection afterwards: it fails. It is what package qp uses to run
-// a queue pair's engine on the worker.
-func (c *tcpConn) PollOnWorker(buf []byte, consume func([]byte), done func(error)) error {
-	if len(buf) == 0 || consume == nil || done == nil {
-		return errors.New("ustack: PollOnWorker needs a buffer, consume and done")
+// Both run on the worker and must not block, and should be quick, since
+// every connection of the queue waits for them. consume runs with the
+// connection locked: it must not call the connection at all. consumed
+// runs with it unlocked and may write with TryWrite. Read must not be
+// called on the connection afterwards: it fails. It is what package qp
+// uses to run a queue pair's engine on the worker.
+func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func(), done func(error)) error {
+	if consume == nil || consumed == nil || done == nil {
+		return errors.New("ustack: PollOnWorker needs consume, consumed and done")
 	}
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
@@ -125,7 +139,7 @@ func (c *tcpConn) PollOnWorker(buf []byte, consume func([]byte), done func(error
 	if c.poll.Load() != nil {
 		return c.opError("read", errPolled)
 	}
-	p := &pollState{c: c, buf: buf, consume: consume, done: done}
+	p := &pollState{c: c, w: pollWriter{consume: consume}, consumed: consumed, done: done}
 	p.entry.Init(p, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
 	c.poll.Store(p)
 	c.wq.EventRegister(&p.entry)
@@ -145,12 +159,12 @@ func (c *tcpConn) pollRead(p *pollState) {
 			c.s.ep.ready.push(p)
 			return
 		}
-		n, err := c.read(p.buf)
+		n, err := c.ep.ReadCount(&p.w, tcpip.ReadOptions{})
 		if n > 0 {
 			if t := c.s.ep.trace; t != nil {
 				t.read()
 			}
-			p.consume(p.buf[:n])
+			p.consumed()
 		}
 		switch err.(type) {
 		case nil:

@@ -20,6 +20,7 @@ type pollSink struct {
 	got       bytes.Buffer
 	offWorker int // consume calls not on a worker's goroutine
 	calls     int
+	reads     int // consumed calls
 	done      chan error
 }
 
@@ -35,6 +36,12 @@ func (s *pollSink) consume(b []byte) {
 		s.offWorker++
 	}
 	s.got.Write(b)
+}
+
+func (s *pollSink) consumed() {
+	s.mu.Lock()
+	s.reads++
+	s.mu.Unlock()
 }
 
 func (s *pollSink) len() int {
@@ -70,13 +77,13 @@ func TestMemPollOnWorker(t *testing.T) {
 			time.Sleep(20 * time.Millisecond) // let it reach the receive queue
 			sink := newPollSink()
 			pw := server.(*tcpConn)
-			if err := pw.PollOnWorker(nil, sink.consume, func(err error) { sink.done <- err }); err == nil {
-				t.Fatal("PollOnWorker without a buffer: no error")
+			if err := pw.PollOnWorker(sink.consume, nil, func(err error) { sink.done <- err }); err == nil {
+				t.Fatal("PollOnWorker without consumed: no error")
 			}
-			if err := pw.PollOnWorker(make([]byte, 3000), sink.consume, func(err error) { sink.done <- err }); err != nil {
+			if err := pw.PollOnWorker(sink.consume, sink.consumed, func(err error) { sink.done <- err }); err != nil {
 				t.Fatal(err)
 			}
-			if err := pw.PollOnWorker(make([]byte, 3000), sink.consume, func(error) {}); err == nil {
+			if err := pw.PollOnWorker(sink.consume, sink.consumed, func(error) {}); err == nil {
 				t.Fatal("second PollOnWorker: no error")
 			}
 			if _, err := server.Read(make([]byte, 10)); !errors.Is(err, errPolled) {
@@ -108,6 +115,9 @@ func TestMemPollOnWorker(t *testing.T) {
 			if sink.offWorker != 0 {
 				t.Fatalf("%d of %d consume calls off the worker", sink.offWorker, sink.calls)
 			}
+			if sink.reads == 0 || sink.reads > sink.calls {
+				t.Fatalf("consumed called %d times for %d consume calls", sink.reads, sink.calls)
+			}
 		})
 	}
 }
@@ -118,7 +128,7 @@ func TestMemPollOnWorkerClose(t *testing.T) {
 	mp := newMemPair(t, Adaptive)
 	client, server := dialPair(t, mp, 7101)
 	sink := newPollSink()
-	if err := server.(*tcpConn).PollOnWorker(make([]byte, 1500), sink.consume, func(err error) { sink.done <- err }); err != nil {
+	if err := server.(*tcpConn).PollOnWorker(sink.consume, sink.consumed, func(err error) { sink.done <- err }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := client.Write([]byte("hello")); err != nil {
@@ -142,7 +152,7 @@ func TestMemPollOnWorkerClose(t *testing.T) {
 	if sink.len() != 5 {
 		t.Fatalf("%d bytes delivered, want 5", sink.len())
 	}
-	if err := server.(*tcpConn).PollOnWorker(make([]byte, 1500), sink.consume, func(error) {}); err == nil {
+	if err := server.(*tcpConn).PollOnWorker(sink.consume, sink.consumed, func(error) {}); err == nil {
 		t.Fatal("PollOnWorker on a closed connection: no error")
 	}
 }
