@@ -57,7 +57,7 @@
 // TCP connections are ustack's own net.Conn (tcpconn.go) over netstack's
 // endpoint, allocation-free per Read and Write. Beyond net.Conn (and
 // CloseRead/CloseWrite) they offer, through an interface assertion,
-// PollOnWorker(buf, consume, done), which hands the connection's reading
+// PollOnWorker(consume, consumed, done), which hands the connection's reading
 // to the worker, and TryWrite(b), a Write that never waits: what a
 // protocol engine running on the worker needs. As sockets listen and
 // dial, their (address, protocol, port) is added to the XDP program's
