@@ -282,15 +282,21 @@ func TestMemQueuePairStackClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	mp.b.Close()
+	// The stack resets its connections as it closes: the peer fails.
+	for deadline := time.Now().Add(10 * time.Second); a.QP.Err() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the peer's queue pair did not fail after the stack closed")
+		}
+	}
+	var ce *qp.ConnError
+	if !errors.As(a.QP.Err(), &ce) {
+		t.Fatalf("peer's error %v, want a connection error", a.QP.Err())
+	}
 	done := make(chan struct{})
 	go func() { b.QP.Close(); a.QP.Close(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(15 * time.Second):
 		t.Fatal("queue pair Close hangs after its stack closed")
-	}
-	var ce *qp.ConnError
-	if !errors.As(a.QP.Err(), &ce) {
-		t.Fatalf("peer's error %v, want a connection error", a.QP.Err())
 	}
 }
