@@ -445,19 +445,14 @@ func (q *QP) readLoop() {
 	for {
 		n, err := q.conn.Read(q.rbuf)
 		if n > 0 {
-			q.consume(q.rbuf[:n])
+			q.consumeData(q.rbuf[:n])
+			q.afterInput()
 		}
 		if err != nil {
 			q.readDone(err)
 			return
 		}
 	}
-}
-
-// consume takes in bytes the reader goroutine read from the connection.
-func (q *QP) consume(b []byte) {
-	q.consumeData(b)
-	q.afterInput()
 }
 
 // consumeData places bytes read from the connection: on the reader

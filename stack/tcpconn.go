@@ -185,10 +185,8 @@ func (c *tcpConn) TryWrite(b []byte) (int, error) {
 	switch err.(type) {
 	case nil, *tcpip.ErrWouldBlock:
 		return int(m), nil
-	case *tcpip.ErrClosedForSend:
-		return int(m), c.opError("write", errPipe)
 	}
-	return int(m), c.opError("write", goError(err))
+	return int(m), c.writeError(err)
 }
 
 // writeWait waits, after a Write that could not queue everything, for
@@ -209,6 +207,13 @@ func (c *tcpConn) writeWait(err tcpip.Error, expired <-chan struct{}) error {
 			return c.opError("write", os.ErrDeadlineExceeded)
 		}
 	}
+	return c.writeError(err)
+}
+
+// writeError is Write's error for a failed netstack write.
+//
+//go:noinline
+func (c *tcpConn) writeError(err tcpip.Error) error {
 	if c.closed.Load() {
 		return c.opError("write", net.ErrClosed)
 	}

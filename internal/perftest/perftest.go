@@ -270,7 +270,7 @@ func runClientTest(p *peer, prm Params) (Result, error) {
 	switch {
 	case prm.Handler:
 		var err error
-		if r.Lat, err = p.handlerLat(total, true); err != nil {
+		if r.Lat, err = p.handlerLat(true); err != nil {
 			return r, err
 		}
 	case prm.Test == "write_lat" || prm.Test == "send_lat":
@@ -410,11 +410,10 @@ func clientBW(p *peer, prm Params) (Result, error) {
 // with the next Write at once, on the engine's goroutine. The client
 // starts and times the rounds (half round trips, as perftest reports,
 // after the warm-up); the server answers. The application goroutine
-// only waits for the end. p.onInput must be installed before the queue
-// pair connects: the client's is set here, before it posts the first
-// Write; the server's by Serve, before it accepts.
-func (p *peer) handlerLat(total int, client bool) ([]time.Duration, error) {
-	h := p.latHandler(total, client)
+// only waits for the end. Run and Serve install the handler
+// (installLatHandler) before the queue pair connects.
+func (p *peer) handlerLat(client bool) ([]time.Duration, error) {
+	h := p.lat
 	if client {
 		h.mu.Lock()
 		h.start = time.Now()
@@ -444,29 +443,34 @@ func (p *peer) handlerLat(total int, client bool) ([]time.Duration, error) {
 
 // latHandler is write_lat's state on the engine's goroutine.
 type latHandler struct {
-	mu     sync.Mutex // the first post is the application's
-	p      *peer
-	client bool
-	i      int // rounds done
-	total  int
-	start  time.Time
-	lat    []time.Duration
-	done   chan error
+	mu       sync.Mutex // the first post is the application's
+	p        *peer
+	client   bool
+	i        int // rounds done
+	total    int
+	start    time.Time
+	lat      []time.Duration
+	finished bool       // done has its value
+	done     chan error // the test's end, once
 }
 
-// latHandler installs a handler for total rounds as p.onInput; the
-// server's must be installed before it accepts.
-func (p *peer) latHandler(total int, client bool) *latHandler {
-	if p.lat != nil {
-		return p.lat
-	}
+// installLatHandler installs a handler for total rounds as p.onInput,
+// before the queue pair connects.
+func (p *peer) installLatHandler(total int, client bool) {
 	h := &latHandler{p: p, client: client, total: total, done: make(chan error, 1)}
 	if client {
 		h.lat = make([]time.Duration, 0, max(0, total-warmup))
 	}
 	p.lat = h
 	p.onInput = h.onInput
-	return h
+}
+
+// finish ends the test with err, once.
+func (h *latHandler) finish(err error) {
+	if !h.finished {
+		h.finished = true
+		h.done <- err
+	}
 }
 
 func tagOf(i int) byte { return byte(i%255) + 1 }
@@ -483,29 +487,27 @@ func (h *latHandler) onInput() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := h.p
-	for h.i < h.total && p.buf[p.lay.recvOff+p.lay.size-1] == tagOf(h.i) {
+	for !h.finished && p.buf[p.lay.recvOff+p.lay.size-1] == tagOf(h.i) {
 		if h.client {
 			if h.i >= warmup {
 				h.lat = append(h.lat, time.Since(h.start)/2) // perftest: half the round trip
 			}
 			h.i++
 			if h.i == h.total {
-				break
+				h.finish(nil)
+				return
 			}
 			h.start = time.Now()
 		}
 		if err := h.post(); err != nil {
-			h.i = h.total
-			h.done <- err
+			h.finish(err)
 			return
 		}
 		if !h.client {
-			h.i++
+			if h.i++; h.i == h.total {
+				h.finish(nil)
+			}
 		}
-	}
-	if h.i == h.total {
-		h.i++ // once
-		h.done <- nil
 	}
 }
 
@@ -528,7 +530,7 @@ func runServerTest(p *peer, prm Params) error {
 	switch prm.Test {
 	case "write_lat":
 		if prm.Handler {
-			if _, err := p.handlerLat(total, false); err != nil {
+			if _, err := p.handlerLat(false); err != nil {
 				return err
 			}
 			break
@@ -640,7 +642,7 @@ func Serve(ctx context.Context, l *qp.Listener) (Params, error) {
 	p.rkey = prm.rkey
 	if prm.Handler {
 		p.setSendWR()
-		p.latHandler(prm.Iters+warmup, false)
+		p.installLatHandler(prm.Iters+warmup, false)
 	}
 	if err := p.postRecvs(serverRecvs(prm.Test)); err != nil {
 		req.Reject([]byte(err.Error()))
@@ -664,7 +666,7 @@ func Run(ctx context.Context, dial func(context.Context) (net.Conn, error), prm 
 	defer p.q.Close()
 	prm.rkey = p.mr.Key()
 	if prm.Handler {
-		p.latHandler(prm.Iters+warmup, true)
+		p.installLatHandler(prm.Iters+warmup, true)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
