@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -216,5 +217,32 @@ func checkBreakdown(t *testing.T, key string, r result) {
 		if s.Count < uint64(r.Count)/2 || s.P50 <= 0 || i > 0 && s.P50 < r.Breakdown[i-1].P50 {
 			t.Errorf("%s: breakdown stage %+v implausible (%d round trips)", key, s, r.Count)
 		}
+	}
+}
+
+// TestReportWithoutPingPong: a run of queue-pair workloads only (bench
+// -workloads qp-handler) writes its results and tables; it has no
+// ping-pong to plot and so writes no plots, rather than failing on them.
+func TestReportWithoutPingPong(t *testing.T) {
+	q := &rttQuantiles{P50: 30, P90: 40, P99: 60, P999: 80, Max: 100}
+	r := &report{Medians: []result{
+		{Contender: "kernel", Workload: "qp-handler", Size: 64, Count: 100, RTT: q, CDF: [][2]float64{{30, 0.5}, {100, 1}}},
+		{Contender: "ustack-ustack", Workload: "qp-handler", Size: 64, Count: 100, RTT: q, CDF: [][2]float64{{30, 0.5}, {100, 1}}},
+	}}
+	dir := t.TempDir()
+	var out strings.Builder
+	if err := r.write(dir, &out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "results.json")); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"rtt_cdf.png", "bars.png"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v, want no plot without a ping-pong", f, err)
+		}
+	}
+	if !strings.Contains(out.String(), "wrote "+filepath.Join(dir, "results.json")+"\n") {
+		t.Errorf("output does not name exactly the file written:\n%s", out.String())
 	}
 }

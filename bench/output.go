@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/ustack-dev/ustack/stack"
@@ -50,13 +51,19 @@ func (r *report) write(dir string, w io.Writer) error {
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644); err != nil {
 		return err
 	}
-	if err := r.plotCDF(filepath.Join(dir, "rtt_cdf.png")); err != nil {
-		return fmt.Errorf("cdf plot: %w", err)
+	wrote := []string{filepath.Join(dir, "results.json")}
+	// The plots show the 64-byte ping-pong: a run without it has none.
+	if r.hasPingPong64() {
+		cdf, bars := filepath.Join(dir, "rtt_cdf.png"), filepath.Join(dir, "bars.png")
+		if err := r.plotCDF(cdf); err != nil {
+			return fmt.Errorf("cdf plot: %w", err)
+		}
+		if err := r.plotBars(bars); err != nil {
+			return fmt.Errorf("bar chart: %w", err)
+		}
+		wrote = append(wrote, cdf, bars)
 	}
-	if err := r.plotBars(filepath.Join(dir, "bars.png")); err != nil {
-		return fmt.Errorf("bar chart: %w", err)
-	}
-	fmt.Fprintf(w, "\nwrote %s, %s, %s\n", filepath.Join(dir, "results.json"), filepath.Join(dir, "rtt_cdf.png"), filepath.Join(dir, "bars.png"))
+	fmt.Fprintf(w, "\nwrote %s\n", strings.Join(wrote, ", "))
 	return nil
 }
 
@@ -272,6 +279,17 @@ func (r *report) printTargets(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-42s %6.2f  %s\n", t.what, t.got, verdict)
 	}
+}
+
+// hasPingPong64 reports whether some contender has a 64-byte ping-pong
+// result with an RTT distribution, which the plots need.
+func (r *report) hasPingPong64() bool {
+	for _, n := range r.contenders() {
+		if x := r.find(n, "pingpong", 64); x != nil && x.RTT != nil && len(x.CDF) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *report) plotCDF(path string) error {
