@@ -27,7 +27,7 @@ type listener struct {
 func (l *listener) Accept() (net.Conn, error) {
 	n, wq, err := l.ep.Accept(nil)
 	if _, ok := err.(*tcpip.ErrWouldBlock); ok {
-		entry, notify := waiter.NewChannelEntry(waiter.ReadableEvents)
+		entry, notify := l.s.ep.newWakeEntry(waiter.ReadableEvents)
 		l.wq.EventRegister(&entry)
 		defer l.wq.EventUnregister(&entry)
 		for {

@@ -85,6 +85,9 @@ type endpoint struct {
 	// ready is the worker-read connections with something to read
 	// (PollOnWorker).
 	ready readyList
+	// woke is set when a notification may have readied an
+	// application's goroutine (wakeNotifier).
+	woke atomic.Bool
 	// betweenRxBatches, if set, is called by a worker between the RX
 	// batches of a burst it takes before TCP runs (tests only).
 	betweenRxBatches atomic.Pointer[func()]

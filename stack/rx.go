@@ -17,8 +17,15 @@ import (
 // batch calls for before it yields to the goroutines that processing woke.
 
 // spinYield is how many empty polls a spinning worker makes between
-// yields to other goroutines on its P.
+// yields to other goroutines on its P when it is the process's only P.
 const spinYield = 16
+
+// spinYieldShared is the same when the process has other Ps. A yield then
+// wakes an idle P's thread (runtime.Gosched puts the worker on the global
+// run queue and calls wakep), which on a small machine takes the CPU the
+// peer or the application runs on, several µs of it each time; and a
+// goroutine readied on the worker's P is stolen by an idle P anyway.
+const spinYieldShared = 1024
 
 // osYield is how many empty polls a spinning worker makes between yields
 // of its OS thread (sched_yield).
@@ -42,6 +49,7 @@ func (e *endpoint) worker(i int, q *queue) {
 	}
 	var idleSince time.Time
 	idle := 0
+	yieldEvery := spinYield
 	q.spinning.Store(e.poll != Blocking)
 	q.awake.Store(true)
 	defer q.stopSpinning()
@@ -84,16 +92,22 @@ func (e *endpoint) worker(i int, q *queue) {
 				t.processed()
 			}
 			idle = 0
-			// The TCP processing in runDeferred readied the application
-			// goroutines it had data for, most likely into this P's
-			// runnext: let them run (and write their replies before
-			// the next kick) here and now rather than wait to be
-			// stolen.
-			runtime.Gosched()
+			if e.woke.Swap(false) {
+				// The TCP processing in runDeferred readied the
+				// application goroutines it had data for, most likely
+				// into this P's runnext: let them run (and write their
+				// replies before the next kick) here and now rather
+				// than wait to be stolen.
+				runtime.Gosched()
+			}
 			continue
 		}
 		if idle == 0 {
 			q.io.Refill()
+			yieldEvery = spinYield
+			if runtime.GOMAXPROCS(0) > 1 {
+				yieldEvery = spinYieldShared
+			}
 		}
 		idle++
 		if idle%osYield == 0 {
@@ -104,7 +118,7 @@ func (e *endpoint) worker(i int, q *queue) {
 		}
 		switch e.poll {
 		case Spin:
-			if idle%spinYield == 0 {
+			if idle%yieldEvery == 0 {
 				runtime.Gosched()
 			}
 		case Adaptive:
@@ -114,7 +128,7 @@ func (e *endpoint) worker(i int, q *queue) {
 			if idle%64 == 0 && time.Since(idleSince) > e.spinBudget {
 				q.sleep(&e.ready)
 				idle = 0
-			} else if idle%spinYield == 0 {
+			} else if idle%yieldEvery == 0 {
 				runtime.Gosched()
 			}
 		case Blocking:

@@ -389,7 +389,7 @@ func (s *Stack) DialContext(ctx context.Context, network, address string) (net.C
 		return &udpConn{UDPConn: gonet.NewUDPConn(wq, ep), s: s, keys: keys}, nil
 	}
 	raddr := net.TCPAddrFromAddrPort(ap)
-	entry, notify := waiter.NewChannelEntry(waiter.WritableEvents)
+	entry, notify := s.ep.newWakeEntry(waiter.WritableEvents)
 	wq.EventRegister(&entry)
 	defer wq.EventUnregister(&entry)
 	terr := ep.Connect(fullAddr(ap))

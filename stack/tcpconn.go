@@ -52,8 +52,8 @@ type tcpConn struct {
 // accepted endpoint: *tcp.Endpoint is the only TCP endpoint it makes).
 func newTCPConn(s *Stack, wq *waiter.Queue, ep tcpip.Endpoint, keys []portKey) *tcpConn {
 	c := &tcpConn{s: s, ep: ep.(*tcp.Endpoint), wq: wq, keys: keys}
-	c.rEntry, c.rNotify = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
-	c.wEntry, c.wNotify = waiter.NewChannelEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
+	c.rEntry, c.rNotify = s.ep.newWakeEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
+	c.wEntry, c.wNotify = s.ep.newWakeEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
 	wq.EventRegister(&c.rEntry)
 	wq.EventRegister(&c.wEntry)
 	if a, err := ep.GetLocalAddress(); err == nil {
