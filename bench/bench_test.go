@@ -154,6 +154,10 @@ func TestPrivilegedQuickRun(t *testing.T) {
 			if r.Bytes < 1<<20 || r.Gbps <= 0 {
 				t.Errorf("%s: %d bytes, %v Gbit/s", key, r.Bytes, r.Gbps)
 			}
+		case "qp-bw":
+			if r.Count < 1000 || r.Bytes != r.Count*int64(r.Size) || r.Gbps <= 0 {
+				t.Errorf("%s: %d Writes of %d bytes, %d bytes, %v Gbit/s", key, r.Count, r.Size, r.Bytes, r.Gbps)
+			}
 		case "conns":
 			// Every connection opened and echoed (the client fails the
 			// run otherwise); a server holding them grows.

@@ -19,7 +19,11 @@
 // Workloads: single-connection ping-pong at several sizes (RTT percentiles
 // from an HDR histogram) and N connections for requests/s against an echo
 // server, and a single-flow one-way bulk transfer for Gbit/s against a
-// discard server, each with server and client CPU time.
+// discard server, each with server and client CPU time. Queue pairs
+// (package qp) over each contender's TCP: perftest's write_lat, polled
+// (qp) and answered from OnInput handlers (qp-handler), beside the
+// ping-pong of the same sizes, and write_bw with 64 KiB Writes (qp-bw)
+// beside the bulk transfer.
 // Servers and clients run as separate processes inside the namespaces;
 // every figure is also given as a ratio to the kernel contender of the
 // same run. Output: a table on the terminal, results.json, rtt_cdf.png and

@@ -182,6 +182,27 @@ func (r *report) printTables(w io.Writer) {
 		}
 		tw.Flush()
 	}
+	if kb := r.find("kernel", "bulk", 0); kb != nil {
+		header := false
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		for _, n := range names {
+			x := r.find(n, "qp-bw", 0)
+			if x == nil {
+				continue
+			}
+			if !header {
+				fmt.Fprintf(w, "\nqueue pairs, write_bw, %d-byte Writes, client to server (Gbit/s; ×bulk = ratio to the contender's own TCP bulk client to server, ×k = to the kernel's; higher is better)\n", x.Size)
+				fmt.Fprintln(tw, "contender\tGbit/s\t×bulk\t×k\tsrv CPU s\tcli CPU s\t")
+				header = true
+			}
+			own := "-"
+			if ob := r.find(n, "bulk", 0); ob != nil {
+				own = ratio(x.Gbps, ob.Gbps)
+			}
+			fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\t%.2f\t%.2f\t\n", n, x.Gbps, own, ratio(x.Gbps, kb.Gbps), x.ServerCPU, x.ClientCPU)
+		}
+		tw.Flush()
+	}
 	r.printConns(w)
 	r.printTargets(w)
 	for _, f := range r.Failures {
@@ -212,7 +233,7 @@ func (r *report) printTargets(w io.Writer) {
 	p99 := func(q *rttQuantiles) float64 { return q.P99 }
 	val := func(c, wl string) float64 {
 		if x := r.find(c, wl, 0); x != nil {
-			if wl == "bulk" || wl == "bulk-s2c" {
+			if wl == "bulk" || wl == "bulk-s2c" || wl == "qp-bw" {
 				return x.Gbps
 			}
 			return x.ReqPerSec
@@ -254,6 +275,12 @@ func (r *report) printTargets(w io.Writer) {
 		{"ustack qp write_lat ≤ 1.0× kernel TCP", qpP50("ustack", "qp") / p("kernel", p50), 1, true},
 		{"ustack qp write_lat, handlers, ≤ 0.7× ustack TCP", qpP50("ustack", "qp-handler") / p("ustack", p50), 0.7, true},
 		{"ustack qp write_lat, handlers, ≤ 1.0× kernel TCP", qpP50("ustack", "qp-handler") / p("kernel", p50), 1, true},
+		// Both ends on ustack, as perftest runs both ends on RDMA.
+		{"ustack-ustack qp write_lat, handlers, ≤ 0.7× its TCP", qpP50("ustack-ustack", "qp-handler") / p("ustack-ustack", p50), 0.7, true},
+		{"ustack-ustack qp write_lat, handlers, ≤ 1.0× kernel TCP", qpP50("ustack-ustack", "qp-handler") / p("kernel", p50), 1, true},
+		{"ustack qp write_bw 64 KiB ≥ 0.9× ustack TCP bulk", val("ustack", "qp-bw") / val("ustack", "bulk"), 0.9, false},
+		{"ustack-1p qp write_bw 64 KiB ≥ 0.9× its TCP bulk", val("ustack-1p", "qp-bw") / val("ustack-1p", "bulk"), 0.9, false},
+		{"ustack-ustack qp write_bw 64 KiB ≥ 0.9× its TCP bulk", val("ustack-ustack", "qp-bw") / val("ustack-ustack", "bulk"), 0.9, false},
 		// Software offload (checksum in the copy, GSO).
 		{"ustack bulk client→server ≥ 1.0× kernel", val("ustack", "bulk") / val("kernel", "bulk"), 1, false},
 		{"ustack bulk server→client ≥ 1.0× kernel", val("ustack", "bulk-s2c") / val("kernel", "bulk-s2c"), 1, false},
@@ -277,7 +304,7 @@ func (r *report) printTargets(w io.Writer) {
 		case t.le && t.got <= t.limit, !t.le && t.got >= t.limit:
 			verdict = "met"
 		}
-		fmt.Fprintf(w, "  %-42s %6.2f  %s\n", t.what, t.got, verdict)
+		fmt.Fprintf(w, "  %-56s %6.2f  %s\n", t.what, t.got, verdict)
 	}
 }
 

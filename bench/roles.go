@@ -143,7 +143,7 @@ func clientMain(args []string) error {
 	sourceAddr := fs.String("source-addr", "", "source server address (bulk-s2c)")
 	qpAddr := fs.String("qp-addr", "", "queue-pair server address (qp)")
 	proto := fs.String("proto", "tcp", "tcp or udp")
-	workload := fs.String("workload", "pingpong", "pingpong, qp (queue-pair write_lat), qp-handler (write_lat from handlers), rate, bulk (client to server) or bulk-s2c (server to client)")
+	workload := fs.String("workload", "pingpong", "pingpong, qp (queue-pair write_lat), qp-handler (write_lat from handlers), qp-bw (queue-pair write_bw), rate, bulk (client to server) or bulk-s2c (server to client)")
 	size := fs.Int("size", 64, "message bytes")
 	conns := fs.Int("conns", 32, "rate connections")
 	held := fs.Int("held", 10000, "connections the conns workload holds")
@@ -208,6 +208,19 @@ func clientMain(args []string) error {
 		}
 		res.Count = h.TotalCount()
 		res.RTT, res.CDF = rttOf(h), histCDF(h)
+	case "qp-bw":
+		// perftest's write_bw: Writes of size bytes, as many as take
+		// about the duration at 4 Gbit/s (at least 1,000), to the
+		// queue-pair server over the same stacks as the bulk workload.
+		iters := max(int(duration.Seconds()*4e9/8/float64(*size)), 1000)
+		qdial := func(ctx context.Context) (net.Conn, error) { return dial(ctx, "tcp", *qpAddr) }
+		mark("START")
+		r, err := perftest.Run(ctx, qdial, perftest.Params{Test: "write_bw", Size: *size, Iters: iters})
+		mark("END")
+		if err != nil {
+			return err
+		}
+		res.Count, res.Bytes, res.Seconds = int64(iters), r.Bytes, r.Elapsed.Seconds()
 	case "rate":
 		// echo.Rate marks nothing itself: its warm-up is half a second,
 		// so START comes after that.

@@ -56,16 +56,16 @@ type contender struct {
 }
 
 var allContenders = []contender{
-	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "qp", "qp-handler", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
+	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "qp", "qp-handler", "qp-bw", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
 	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, false, false, "", 0},
-	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "qp", "qp-handler", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
+	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "qp", "qp-handler", "qp-bw", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
 	// The same with one P: the application's goroutines then run on the
 	// worker's thread, which on a 2-CPU machine keeps them off the CPU
 	// the client needs.
-	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "qp", "qp-handler", "rate", "bulk", "bulk-s2c"}, 1, false, false, "", 0},
+	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "qp", "qp-handler", "qp-bw", "rate", "bulk", "bulk-s2c"}, 1, false, false, "", 0},
 	{"ustack-adaptive", "ustack", "adaptive", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, "", 0},
 	{"ustack-blocking", "ustack", "blocking", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, "", 0},
-	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "qp", "qp-handler", "rate", "bulk", "bulk-s2c"}, 0, false, false, "", 0},
+	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "qp", "qp-handler", "qp-bw", "rate", "bulk", "bulk-s2c"}, 0, false, false, "", 0},
 	// gVisor's endpoint drops a default veth peer's partial checksums
 	// (its connections never open), so it runs with full checksums.
 	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, true, false, "", 0},
@@ -308,8 +308,12 @@ func run(ctx context.Context, o options) (*report, error) {
 	return rep, nil
 }
 
+// qpBWSize is the message size of the qp-bw workload (perftest's
+// write_bw), the size the queue pairs' bandwidth target is set at.
+const qpBWSize = 64 << 10
+
 // allWorkloads are the workloads a contender can run.
-var allWorkloads = []string{"pingpong", "qp", "qp-handler", "rate", "bulk", "bulk-s2c", "conns"}
+var allWorkloads = []string{"pingpong", "qp", "qp-handler", "qp-bw", "rate", "bulk", "bulk-s2c", "conns"}
 
 // measurements lists what to measure for a contender.
 func measurements(c contender, o options) []result {
@@ -333,6 +337,8 @@ func measurements(c contender, o options) []result {
 			ms = append(ms, result{Contender: c.Name, Workload: w, Size: 64, Conns: o.conns, Pipeline: o.pipeline})
 		case "bulk", "bulk-s2c":
 			ms = append(ms, result{Contender: c.Name, Workload: w, Size: 256 << 10})
+		case "qp-bw":
+			ms = append(ms, result{Contender: c.Name, Workload: w, Size: qpBWSize})
 		case "conns":
 			ms = append(ms, result{Contender: c.Name, Workload: w, Size: connsMsg, Conns: o.held})
 		}
@@ -349,7 +355,7 @@ func (r result) summary() string {
 		return fmt.Sprintf("p50 %7.1fµs  p99 %7.1fµs  (%d round trips, server CPU %.2fs)", r.RTT.P50, r.RTT.P99, r.Count, r.ServerCPU)
 	case "rate":
 		return fmt.Sprintf("%10.0f requests/s  (server CPU %.2fs)", r.ReqPerSec, r.ServerCPU)
-	case "bulk", "bulk-s2c":
+	case "bulk", "bulk-s2c", "qp-bw":
 		return fmt.Sprintf("%7.2f Gbit/s  (server CPU %.2fs)", r.Gbps, r.ServerCPU)
 	case "conns":
 		return fmt.Sprintf("%d connections, %.0f/s, server RSS %.1f KB per connection", r.Count, r.ReqPerSec, r.RSSPerConn/1e3)
@@ -511,7 +517,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 				switch m.Workload {
 				case "pingpong", "qp", "qp-handler", "rate", "conns":
 					m.ReqPerSec = float64(m.Count) / m.Seconds
-				case "bulk", "bulk-s2c":
+				case "bulk", "bulk-s2c", "qp-bw":
 					m.Gbps = float64(m.Bytes) * 8 / m.Seconds / 1e9
 				}
 			}
@@ -595,7 +601,7 @@ func median(rs []result) result {
 		switch {
 		case r.RTT != nil:
 			return r.RTT.P50
-		case r.Workload == "bulk" || r.Workload == "bulk-s2c":
+		case r.Workload == "bulk" || r.Workload == "bulk-s2c" || r.Workload == "qp-bw":
 			return r.Gbps
 		}
 		return r.ReqPerSec
