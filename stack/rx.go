@@ -25,7 +25,7 @@ const spinYield = 16
 // run queue and calls wakep), which on a small machine takes the CPU the
 // peer or the application runs on, several µs of it each time; and a
 // goroutine readied on the worker's P is stolen by an idle P anyway.
-const spinYieldShared = 1024
+const spinYieldShared = 8192
 
 // osYield is how many empty polls a spinning worker makes between yields
 // of its OS thread (sched_yield).
