@@ -411,7 +411,7 @@ func (q *QP) encode(s *sqSlot) (ok bool, err error) {
 // PollOnWorker). Neither may block; done is called once, when the stream
 // ends.
 type workerPolled interface {
-	PollOnWorker(consume func([]byte), consumed func(), done func(error)) error
+	PollOnWorker(consume func([]byte), consumed func() (woke bool), done func(error)) error
 }
 
 // start attaches conn and starts the engine; the queue pair moves to RTS.
@@ -462,7 +462,10 @@ func (q *QP) consumeData(b []byte) {
 	if q.draining {
 		return
 	}
-	q.fed = true
+	if !q.fed {
+		q.fed = true
+		q.wakeMark = q.cqWakes()
+	}
 	if !q.input(b) {
 		// Keep reading, and discard, until the peer closes: closing
 		// with unread data would reset the connection and could destroy
@@ -474,10 +477,12 @@ func (q *QP) consumeData(b []byte) {
 // afterInput sends the responses input queued and runs the OnInput
 // handler, once per read that brought input (the failing one included):
 // on the reader goroutine, or on ustack's worker with the connection
-// unlocked.
-func (q *QP) afterInput() {
+// unlocked. It reports whether input or the handler notified a channel an
+// application goroutine may wait on (a CQ's Notify, Placed): ustack's
+// worker then yields to it.
+func (q *QP) afterInput() (woke bool) {
 	if !q.fed {
-		return
+		return false
 	}
 	q.fed = false
 	if !q.draining {
@@ -488,6 +493,18 @@ func (q *QP) afterInput() {
 		h()
 		q.inHandler.Store(false)
 	}
+	woke = q.placedWoke || q.cqWakes() != q.wakeMark
+	q.placedWoke = false
+	return woke
+}
+
+// cqWakes is the sum of the queue pair's CQs' wakes.
+func (q *QP) cqWakes() uint64 {
+	n := q.cfg.SendCQ.wakes.Load()
+	if q.cfg.RecvCQ != q.cfg.SendCQ {
+		n += q.cfg.RecvCQ.wakes.Load()
+	}
+	return n
 }
 
 // readDone ends the receive side once the stream has ended with err.
@@ -678,6 +695,7 @@ func (q *QP) input(p []byte) bool {
 	}
 	select {
 	case q.placed <- struct{}{}:
+		q.placedWoke = true
 	default:
 	}
 	return !q.failed

@@ -272,6 +272,12 @@ type QP struct {
 	draining bool
 	// fed: input ran since afterInput last did.
 	fed bool
+	// wakeMark is the CQs' wakes when this round of input began;
+	// placedWoke is set if input's notification on placed was taken.
+	// afterInput reports from both whether the round may have readied a
+	// goroutine.
+	wakeMark   uint64
+	placedWoke bool
 	// polled: the transport's worker feeds input (workerPolled).
 	polled bool
 	// inHandler is set while OnInput runs: PostSend then never waits.

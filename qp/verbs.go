@@ -262,6 +262,9 @@ type CQ struct {
 	head, n  int
 	overflow bool
 	notify   chan struct{}
+	// wakes counts the notifications notify took, each of which may have
+	// readied a goroutine waiting on it.
+	wakes atomic.Uint64
 }
 
 // CreateCQ returns a completion queue that holds depth completions.
@@ -293,6 +296,7 @@ func (cq *CQ) push(wc WC) bool {
 func (cq *CQ) wake() {
 	select {
 	case cq.notify <- struct{}{}:
+		cq.wakes.Add(1)
 	default:
 	}
 }

@@ -16,9 +16,12 @@
 //	    touched on the worker itself (run to completion), which wakes the
 //	    application goroutines with data → reads the connections handed
 //	    to it with PollOnWorker that the processing made readable
-//	    (workerpoll.go: package qp's engines run there) → yields to the
-//	    goroutines so their replies are written before the next kick →
-//	    recycles the batch.
+//	    (workerpoll.go: package qp's engines run there) → if a
+//	    notification may have readied a goroutine (wake.go), yields to
+//	    the goroutines so their replies are written before the next kick
+//	    → recycles the batch. An idle spinning worker yields its P every
+//	    16 empty polls if it is the process's only P, every 8,192
+//	    otherwise (a yield with idle Ps wakes another P's thread).
 //	TX (tx.go): netstack writes from the writer's goroutine (the
 //	    application's, or the worker's for ACKs) → the first packet's flow
 //	    hash picks a queue → under that queue's TX lock each packet is

@@ -50,6 +50,9 @@ type queue struct {
 	txViews [][]byte            // under txMu: its bytes (reused)
 
 	rxPackets, txPackets, txFrames, txNoFrame, txOversize, rxRunt, rxBadChecksum, rxPartialChecksum, rxInline, rxCoalesced atomic.Uint64
+	// rxYields counts the worker's yields of its P after an RX batch
+	// (tests).
+	rxYields atomic.Uint64
 
 	// spinning is set while the worker busy-polls (not blocked in Wait):
 	// only then may a kick be left to it.

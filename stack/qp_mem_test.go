@@ -300,3 +300,62 @@ func TestMemQueuePairStackClose(t *testing.T) {
 		t.Fatal("queue pair Close hangs after its stack closed")
 	}
 }
+
+// TestMemQueuePairYieldsForWaiters: a queue pair's engine on the worker
+// makes the worker yield its P after input only when the input notified
+// a channel an application goroutine waits on (here the CQ's): a waiting
+// application is run at once, and input nobody waits for (handlers, or
+// an application that polls without blocking) costs no yield.
+func TestMemQueuePairYieldsForWaiters(t *testing.T) {
+	const sends = 60
+	for _, blocking := range []bool{false, true} {
+		t.Run(map[bool]string{false: "poll-only", true: "cq-waiter"}[blocking], func(t *testing.T) {
+			mp := newMemPair(t, Spin)
+			ln, err := mp.b.Listen("tcp4", ":4795")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			a, b := newQPEnd(t), newQPEnd(t)
+			connectQP(t, a, b, func(ctx context.Context) (net.Conn, error) {
+				return mp.a.DialContext(ctx, "tcp4", netip.AddrPortFrom(memB4.Addr(), 4795).String())
+			}, ln)
+			if !b.q.Polled() {
+				t.Fatal("queue pair over ustack not polled on the worker")
+			}
+			yields := func() (n uint64) {
+				for _, q := range mp.b.ep.queues {
+					n += q.rxYields.Load()
+				}
+				return n
+			}
+			sge := []qp.SGE{{Len: 64, Key: b.mr.Key()}}
+			before := yields()
+			for i := 1; i <= sends; i++ {
+				if _, err := b.q.PostRecv([]qp.RecvWR{{ID: uint64(i), SGL: sge}}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := a.q.PostSend([]qp.SendWR{{ID: uint64(i), Op: qp.WRSend, Flags: qp.Inline, Inline: []byte{byte(i)}}}); err != nil {
+					t.Fatal(err)
+				}
+				if blocking {
+					b.wait(t, uint64(i)) // blocks on the CQ's Notify
+					continue
+				}
+				var wc [1]qp.WC
+				for deadline := time.Now().Add(10 * time.Second); b.cq.Poll(wc[:]) == 0; time.Sleep(50 * time.Microsecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("Send %d not received (%v)", i, b.q.Err())
+					}
+				}
+			}
+			got := yields() - before
+			if blocking && got < sends/2 {
+				t.Errorf("%d yields for %d Sends a goroutine waited for", got, sends)
+			}
+			if !blocking && got > 5 {
+				t.Errorf("%d yields for %d Sends nobody waited for", got, sends)
+			}
+		})
+	}
+}

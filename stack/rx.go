@@ -98,6 +98,7 @@ func (e *endpoint) worker(i int, q *queue) {
 				// into this P's runnext: let them run (and write their
 				// replies before the next kick) here and now rather
 				// than wait to be stolen.
+				q.rxYields.Add(1)
 				runtime.Gosched()
 			}
 			continue

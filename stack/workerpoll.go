@@ -34,7 +34,7 @@ var errPolled = errors.New("connection is read by the worker (PollOnWorker)")
 type pollState struct {
 	c        *tcpConn
 	w        pollWriter
-	consumed func()
+	consumed func() (woke bool)
 	done     func(error)
 	entry    waiter.Entry
 	queued   atomic.Bool // on the ready list
@@ -119,7 +119,11 @@ func (e *endpoint) wakeForReady() {
 // once. When the stream ends, done is called once, on a goroutine of its
 // own, with io.EOF after the peer's orderly close, net.ErrClosed after
 // Close, or the connection's error; neither consume nor consumed is
-// called after that.
+// called after that. consumed reports whether it may have readied a
+// goroutine (sent on a channel one may be waiting on): the worker then
+// yields its P after the batch, so that goroutine runs at once; if it
+// readied none, the worker goes on polling without the yield, which on a
+// process with idle Ps costs a thread wake-up.
 //
 // Both run on the worker and must not block, and should be quick, since
 // every connection of the queue waits for them. consume runs with the
@@ -127,7 +131,7 @@ func (e *endpoint) wakeForReady() {
 // runs with it unlocked and may write with TryWrite. Read must not be
 // called on the connection afterwards: it fails. It is what package qp
 // uses to run a queue pair's engine on the worker.
-func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func(), done func(error)) error {
+func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func() (woke bool), done func(error)) error {
 	if consume == nil || consumed == nil || done == nil {
 		return errors.New("ustack: PollOnWorker needs consume, consumed and done")
 	}
@@ -164,7 +168,9 @@ func (c *tcpConn) pollRead(p *pollState) {
 			if t := c.s.ep.trace; t != nil {
 				t.read()
 			}
-			p.consumed()
+			if p.consumed() {
+				c.s.ep.woke.Store(true)
+			}
 		}
 		switch err.(type) {
 		case nil:

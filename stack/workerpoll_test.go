@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -20,7 +21,8 @@ type pollSink struct {
 	got       bytes.Buffer
 	offWorker int // consume calls not on a worker's goroutine
 	calls     int
-	reads     int // consumed calls
+	reads     int  // consumed calls
+	woke      bool // what consumed returns
 	done      chan error
 }
 
@@ -38,10 +40,11 @@ func (s *pollSink) consume(b []byte) {
 	s.got.Write(b)
 }
 
-func (s *pollSink) consumed() {
+func (s *pollSink) consumed() bool {
 	s.mu.Lock()
 	s.reads++
 	s.mu.Unlock()
+	return s.woke
 }
 
 func (s *pollSink) len() int {
@@ -154,5 +157,48 @@ func TestMemPollOnWorkerClose(t *testing.T) {
 	}
 	if err := server.(*tcpConn).PollOnWorker(sink.consume, sink.consumed, func(error) {}); err == nil {
 		t.Fatal("PollOnWorker on a closed connection: no error")
+	}
+}
+
+// TestMemPollOnWorkerYields: the worker yields its P after a batch it
+// read for a consumer only if the consumer says it readied a goroutine
+// (consumed returns true); otherwise it goes on polling, since a yield
+// with idle Ps wakes a thread for nothing.
+func TestMemPollOnWorkerYields(t *testing.T) {
+	const msgs = 100
+	for _, woke := range []bool{false, true} {
+		t.Run(fmt.Sprintf("woke=%v", woke), func(t *testing.T) {
+			mp := newMemPair(t, Spin)
+			client, server := dialPair(t, mp, 7102)
+			sink := newPollSink()
+			sink.woke = woke
+			if err := server.(*tcpConn).PollOnWorker(sink.consume, sink.consumed, func(err error) { sink.done <- err }); err != nil {
+				t.Fatal(err)
+			}
+			yields := func() (n uint64) {
+				for _, q := range mp.b.ep.queues {
+					n += q.rxYields.Load()
+				}
+				return n
+			}
+			before := yields()
+			for i := 1; i <= msgs; i++ {
+				if _, err := client.Write([]byte{byte(i)}); err != nil {
+					t.Fatal(err)
+				}
+				for deadline := time.Now().Add(10 * time.Second); sink.len() < i; time.Sleep(50 * time.Microsecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("message %d not consumed", i)
+					}
+				}
+			}
+			got := yields() - before
+			if woke && got < msgs/2 {
+				t.Errorf("%d yields for %d inputs whose consumer readied a goroutine", got, msgs)
+			}
+			if !woke && got > 5 {
+				t.Errorf("%d yields for %d inputs that readied nothing", got, msgs)
+			}
+		})
 	}
 }
