@@ -20,8 +20,9 @@
 //	    notification may have readied a goroutine (wake.go), yields to
 //	    the goroutines so their replies are written before the next kick
 //	    → recycles the batch. An idle spinning worker yields its P every
-//	    16 empty polls if it is the process's only P, every 8,192
-//	    otherwise (a yield with idle Ps wakes another P's thread).
+//	    16 empty polls if the workers may hold every P, every 8,192 if
+//	    the process has more Ps than workers (a yield with idle Ps wakes
+//	    another P's thread).
 //	TX (tx.go): netstack writes from the writer's goroutine (the
 //	    application's, or the worker's for ACKs) → the first packet's flow
 //	    hash picks a queue → under that queue's TX lock each packet is

@@ -53,6 +53,11 @@ type queue struct {
 	// rxYields counts the worker's yields of its P after an RX batch
 	// (tests).
 	rxYields atomic.Uint64
+	// woke is set when a notification may have readied an
+	// application's goroutine (wakeNotifier, a PollOnWorker consumer);
+	// the worker yields its P after the batch then. Every queue's is set
+	// (the goroutine is on the P of whichever worker ran the notifier).
+	woke atomic.Bool
 
 	// spinning is set while the worker busy-polls (not blocked in Wait):
 	// only then may a kick be left to it.
@@ -88,9 +93,6 @@ type endpoint struct {
 	// ready is the worker-read connections with something to read
 	// (PollOnWorker).
 	ready readyList
-	// woke is set when a notification may have readied an
-	// application's goroutine (wakeNotifier).
-	woke atomic.Bool
 	// betweenRxBatches, if set, is called by a worker between the RX
 	// batches of a burst it takes before TCP runs (tests only).
 	betweenRxBatches atomic.Pointer[func()]

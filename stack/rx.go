@@ -20,12 +20,24 @@ import (
 // yields to other goroutines on its P when it is the process's only P.
 const spinYield = 16
 
-// spinYieldShared is the same when the process has other Ps. A yield then
-// wakes an idle P's thread (runtime.Gosched puts the worker on the global
-// run queue and calls wakep), which on a small machine takes the CPU the
-// peer or the application runs on, several µs of it each time; and a
-// goroutine readied on the worker's P is stolen by an idle P anyway.
+// spinYieldShared is the same when the process has more Ps than workers.
+// A yield then wakes an idle P's thread (runtime.Gosched puts the worker
+// on the global run queue and calls wakep), which on a small machine
+// takes the CPU the peer or the application runs on, several µs of it
+// each time; and a goroutine readied on the worker's P is stolen by an
+// idle P anyway.
 const spinYieldShared = 8192
+
+// idleYieldEvery is how many empty polls a spinning worker makes between
+// yields of its P, in a process with procs Ps and workers workers: when
+// every P may be a worker's, nothing but the worker's yield runs the
+// other goroutines.
+func idleYieldEvery(procs, workers int) int {
+	if procs > workers {
+		return spinYieldShared
+	}
+	return spinYield
+}
 
 // osYield is how many empty polls a spinning worker makes between yields
 // of its OS thread (sched_yield).
@@ -92,7 +104,7 @@ func (e *endpoint) worker(i int, q *queue) {
 				t.processed()
 			}
 			idle = 0
-			if e.woke.Swap(false) {
+			if q.woke.Swap(false) {
 				// The TCP processing in runDeferred readied the
 				// application goroutines it had data for, most likely
 				// into this P's runnext: let them run (and write their
@@ -105,10 +117,7 @@ func (e *endpoint) worker(i int, q *queue) {
 		}
 		if idle == 0 {
 			q.io.Refill()
-			yieldEvery = spinYield
-			if runtime.GOMAXPROCS(0) > 1 {
-				yieldEvery = spinYieldShared
-			}
+			yieldEvery = idleYieldEvery(runtime.GOMAXPROCS(0), len(e.queues))
 		}
 		idle++
 		if idle%osYield == 0 {

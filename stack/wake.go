@@ -1,8 +1,6 @@
 package stack
 
 import (
-	"sync/atomic"
-
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
 )
 
@@ -12,15 +10,15 @@ import (
 // a yield when nothing is runnable costs a futex wake of an idle P's
 // thread, on a small machine the CPU the peer runs on.
 type wakeNotifier struct {
-	ch   chan struct{}
-	woke *atomic.Bool
+	ch chan struct{}
+	e  *endpoint
 }
 
 // NotifyEvent implements waiter.EventListener.
 func (w wakeNotifier) NotifyEvent(waiter.EventMask) {
 	select {
 	case w.ch <- struct{}{}:
-		w.woke.Store(true)
+		w.e.setWoke()
 	default:
 	}
 }
@@ -29,6 +27,14 @@ func (w wakeNotifier) NotifyEvent(waiter.EventMask) {
 func (e *endpoint) newWakeEntry(mask waiter.EventMask) (waiter.Entry, chan struct{}) {
 	ch := make(chan struct{}, 1)
 	var entry waiter.Entry
-	entry.Init(wakeNotifier{ch: ch, woke: &e.woke}, mask)
+	entry.Init(wakeNotifier{ch: ch, e: e}, mask)
 	return entry, ch
+}
+
+// setWoke tells every worker that a goroutine may have been readied on
+// its P.
+func (e *endpoint) setWoke() {
+	for _, q := range e.queues {
+		q.woke.Store(true)
+	}
 }

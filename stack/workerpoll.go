@@ -169,7 +169,7 @@ func (c *tcpConn) pollRead(p *pollState) {
 				t.read()
 			}
 			if p.consumed() {
-				c.s.ep.woke.Store(true)
+				c.s.ep.setWoke()
 			}
 		}
 		switch err.(type) {
