@@ -17,7 +17,8 @@ import (
 // batch calls for before it yields to the goroutines that processing woke.
 
 // spinYield is how many empty polls a spinning worker makes between
-// yields to other goroutines on its P when it is the process's only P.
+// yields to other goroutines on its P when the workers may hold every P
+// of the process (see idleYieldEvery).
 const spinYield = 16
 
 // spinYieldShared is the same when the process has more Ps than workers.
