@@ -233,7 +233,7 @@ func (r *report) printTargets(w io.Writer) {
 	p99 := func(q *rttQuantiles) float64 { return q.P99 }
 	val := func(c, wl string) float64 {
 		if x := r.find(c, wl, 0); x != nil {
-			if wl == "bulk" || wl == "bulk-s2c" || wl == "qp-bw" {
+			if throughput(wl) {
 				return x.Gbps
 			}
 			return x.ReqPerSec

@@ -312,6 +312,12 @@ func run(ctx context.Context, o options) (*report, error) {
 // write_bw), the size the queue pairs' bandwidth target is set at.
 const qpBWSize = 64 << 10
 
+// throughput reports whether a workload measures Gbit/s (a transfer),
+// not round trips or requests.
+func throughput(workload string) bool {
+	return workload == "bulk" || workload == "bulk-s2c" || workload == "qp-bw"
+}
+
 // allWorkloads are the workloads a contender can run.
 var allWorkloads = []string{"pingpong", "qp", "qp-handler", "qp-bw", "rate", "bulk", "bulk-s2c", "conns"}
 
@@ -350,13 +356,14 @@ func (r result) summary() string {
 	if r.Error != "" {
 		return "FAILED: " + r.Error
 	}
+	if throughput(r.Workload) {
+		return fmt.Sprintf("%7.2f Gbit/s  (server CPU %.2fs)", r.Gbps, r.ServerCPU)
+	}
 	switch r.Workload {
 	case "pingpong", "qp", "qp-handler":
 		return fmt.Sprintf("p50 %7.1fµs  p99 %7.1fµs  (%d round trips, server CPU %.2fs)", r.RTT.P50, r.RTT.P99, r.Count, r.ServerCPU)
 	case "rate":
 		return fmt.Sprintf("%10.0f requests/s  (server CPU %.2fs)", r.ReqPerSec, r.ServerCPU)
-	case "bulk", "bulk-s2c", "qp-bw":
-		return fmt.Sprintf("%7.2f Gbit/s  (server CPU %.2fs)", r.Gbps, r.ServerCPU)
 	case "conns":
 		return fmt.Sprintf("%d connections, %.0f/s, server RSS %.1f KB per connection", r.Count, r.ReqPerSec, r.RSSPerConn/1e3)
 	}
@@ -514,11 +521,10 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			m.Count, m.Seconds, m.Bytes, m.RTT, m.CDF = cr.Count, cr.Seconds, cr.Bytes, cr.RTT, cr.CDF
 			m.ServerXDP, m.ClientXDP = srv.xdpMode, cr.XDPMode
 			if m.Seconds > 0 {
-				switch m.Workload {
-				case "pingpong", "qp", "qp-handler", "rate", "conns":
-					m.ReqPerSec = float64(m.Count) / m.Seconds
-				case "bulk", "bulk-s2c", "qp-bw":
+				if throughput(m.Workload) {
 					m.Gbps = float64(m.Bytes) * 8 / m.Seconds / 1e9
+				} else {
+					m.ReqPerSec = float64(m.Count) / m.Seconds
 				}
 			}
 			if m.Count > 0 {
@@ -601,7 +607,7 @@ func median(rs []result) result {
 		switch {
 		case r.RTT != nil:
 			return r.RTT.P50
-		case r.Workload == "bulk" || r.Workload == "bulk-s2c" || r.Workload == "qp-bw":
+		case throughput(r.Workload):
 			return r.Gbps
 		}
 		return r.ReqPerSec

@@ -62,7 +62,10 @@ func (e *endpoint) worker(i int, q *queue) {
 	}
 	var idleSince time.Time
 	idle := 0
-	yieldEvery := spinYield
+	// runtime.GOMAXPROCS takes the scheduler's lock: read it when the
+	// worker starts and then only every osYield empty polls, not at every
+	// request.
+	yieldEvery := idleYieldEvery(runtime.GOMAXPROCS(0), len(e.queues))
 	q.spinning.Store(e.poll != Blocking)
 	q.awake.Store(true)
 	defer q.stopSpinning()
@@ -118,7 +121,6 @@ func (e *endpoint) worker(i int, q *queue) {
 		}
 		if idle == 0 {
 			q.io.Refill()
-			yieldEvery = idleYieldEvery(runtime.GOMAXPROCS(0), len(e.queues))
 		}
 		idle++
 		if idle%osYield == 0 {
@@ -126,6 +128,7 @@ func (e *endpoint) worker(i int, q *queue) {
 			// peer process on a small machine) in: a spinning thread
 			// otherwise keeps them waiting until the scheduler tick.
 			osYieldNow()
+			yieldEvery = idleYieldEvery(runtime.GOMAXPROCS(0), len(e.queues))
 		}
 		switch e.poll {
 		case Spin:
