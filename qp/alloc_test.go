@@ -29,7 +29,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	sgl := []SGE{{0, 64, fuzzKey}}
 	if n := testing.AllocsPerRun(1000, func() {
 		p := newPayload(nil, sgl)
-		q.txn = 0
+		q.txn, q.txSealed = 0, 0
 		q.sendTagged(OpWrite, 0x555, 0, &p)
 	}); n != 0 {
 		t.Errorf("encode: %.1f allocations per Write", n)
@@ -46,6 +46,21 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("PostSend + Poll: %.1f allocations per Write", n)
+	}
+	// A 64 KiB Write goes out gathered from the region.
+	wr[0].SGL[0].Len = 64 << 10
+	g := a.qp.gathers.Load()
+	if n := testing.AllocsPerRun(50, func() {
+		if _, err := a.qp.PostSend(wr); err != nil {
+			t.Fatal(err)
+		}
+		for a.scq.Poll(wc[:]) == 0 {
+		}
+	}); n != 0 {
+		t.Errorf("PostSend + Poll: %.1f allocations per gathered 64 KiB Write", n)
+	}
+	if a.qp.gathers.Load() == g {
+		t.Error("the 64 KiB Writes were not gathered")
 	}
 }
 
@@ -80,7 +95,7 @@ func BenchmarkEncodeWrite(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				p := newPayload(nil, sgl)
-				q.txn = 0
+				q.txn, q.txSealed = 0, 0
 				q.sendTagged(OpWrite, 0x555, 0, &p)
 				q.txFlush()
 			}

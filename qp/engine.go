@@ -28,6 +28,9 @@ func maxPayload(maxFPDU, hdr int) int { return maxFPDU - fpduOverhead - hdr }
 // txReserve makes room for one FPDU in txbuf, writing out what is there
 // if need be.
 func (q *QP) txReserve() error {
+	if err := q.flushGathered(); err != nil {
+		return err
+	}
 	if len(q.txbuf)-q.txn >= q.cfg.MaxFPDU {
 		return nil
 	}
@@ -37,14 +40,27 @@ func (q *QP) txReserve() error {
 // txTryFlush writes what of txbuf the connection takes without waiting
 // and keeps the rest, in order, for the next flush.
 func (q *QP) txTryFlush() error {
+	if err := q.flushGathered(); err != nil {
+		return err
+	}
 	if q.txn == 0 {
 		return nil
 	}
+	q.txSeal()
 	n, err := q.tryWrite(q.txbuf[:q.txn])
 	if n > 0 {
 		q.txn = copy(q.txbuf, q.txbuf[n:q.txn])
+		q.txSealed = q.txn
 	}
 	return err
+}
+
+// txSeal computes the CRCs of the FPDUs framed in txbuf since it last
+// ran: at once, before they are written, for crcFPDUs to run three
+// FPDUs' CRCs side by side.
+func (q *QP) txSeal() {
+	crcFPDUs(q.txbuf[q.txSealed:q.txn])
+	q.txSealed = q.txn
 }
 
 // tryWriter is a connection that can write without waiting: ustack's TCP
@@ -97,11 +113,15 @@ func (q *QP) tryWrite(b []byte) (int, error) {
 
 // txFlush writes txbuf to the connection.
 func (q *QP) txFlush() error {
+	if err := q.flushGathered(); err != nil {
+		return err
+	}
 	if q.txn == 0 {
 		return nil
 	}
+	q.txSeal()
 	_, err := q.conn.Write(q.txbuf[:q.txn])
-	q.txn = 0
+	q.txn, q.txSealed = 0, 0
 	return err
 }
 
@@ -156,47 +176,73 @@ func (q *QP) fill(dst []byte, p *payload) bool {
 	return true
 }
 
+// segHdr describes the DDP/RDMAP headers of one message's segments: a
+// tagged message's (Write, Read Response) advance the tagged offset, an
+// untagged one's the message offset.
+type segHdr struct {
+	tagged bool
+	op     Opcode
+	stag   uint32 // tagged
+	to     uint64 // tagged
+	inv    uint32 // untagged: the STag a Send with Invalidate names
+	qn     uint32 // untagged
+	msn    uint32 // untagged
+	mo     uint32 // untagged
+}
+
+// len is the length of the message's segment headers.
+func (h *segHdr) len() int {
+	if h.tagged {
+		return taggedHdrLen
+	}
+	return untaggedHdrLen
+}
+
+// put writes the header of the next segment, of n payload bytes, at b
+// and returns its length.
+func (h *segHdr) put(b []byte, last bool, n int) int {
+	if h.tagged {
+		l := putTagged(b, h.op, last, h.stag, h.to)
+		h.to += uint64(n)
+		return l
+	}
+	l := putUntagged(b, h.op, last, h.inv, h.qn, h.msn, h.mo)
+	h.mo += uint32(n)
+	return l
+}
+
 // sendTagged encodes a tagged message (Write, Read Response).
 func (q *QP) sendTagged(op Opcode, stag uint32, to uint64, p *payload) (bool, error) {
-	most := maxPayload(q.cfg.MaxFPDU, taggedHdrLen)
-	left := p.total
-	for first := true; first || left > 0; first = false {
-		if err := q.txReserve(); err != nil {
-			return true, err
-		}
-		n := min(left, most)
-		b := q.txbuf[q.txn:]
-		h := putTagged(b[fpduLenLen:], op, n == left, stag, to)
-		if !q.fill(b[fpduLenLen+h:fpduLenLen+h+n], p) {
-			return false, nil
-		}
-		q.txn += sealFPDU(b, h+n)
-		to += uint64(n)
-		left -= n
-	}
-	return true, nil
+	return q.sendSegments(&segHdr{tagged: true, op: op, stag: stag, to: to}, p)
 }
 
 // sendUntagged encodes an untagged message on op's queue.
 func (q *QP) sendUntagged(op Opcode, inv uint32, p *payload) (bool, error) {
-	most := maxPayload(q.cfg.MaxFPDU, untaggedHdrLen)
 	qn := op.queue()
 	q.msnOut[qn]++
-	msn := q.msnOut[qn]
+	return q.sendSegments(&segHdr{op: op, inv: inv, qn: qn, msn: q.msnOut[qn]}, p)
+}
+
+// sendSegments encodes a message as FPDUs of at most MaxFPDU bytes: into
+// txbuf, or, for a large payload in one registered region over a kernel
+// socket, written from the region itself (sendGathered).
+func (q *QP) sendSegments(h *segHdr, p *payload) (bool, error) {
+	if q.canGather(p) {
+		return q.sendGathered(h, p)
+	}
+	most := maxPayload(q.cfg.MaxFPDU, h.len())
 	left := p.total
-	mo := uint32(0)
 	for first := true; first || left > 0; first = false {
 		if err := q.txReserve(); err != nil {
 			return true, err
 		}
 		n := min(left, most)
 		b := q.txbuf[q.txn:]
-		h := putUntagged(b[fpduLenLen:], op, n == left, inv, qn, msn, mo)
-		if !q.fill(b[fpduLenLen+h:fpduLenLen+h+n], p) {
+		l := h.put(b[fpduLenLen:], n == left, n)
+		if !q.fill(b[fpduLenLen+l:fpduLenLen+l+n], p) {
 			return false, nil
 		}
-		q.txn += sealFPDU(b, h+n)
-		mo += uint32(n)
+		q.txn += frameFPDU(b, l+n)
 		left -= n
 	}
 	return true, nil
@@ -213,7 +259,7 @@ func (q *QP) sendControl(op Opcode, n int, put func([]byte)) error {
 	b := q.txbuf[q.txn:]
 	h := putUntagged(b[fpduLenLen:], op, true, 0, qn, q.msnOut[qn], 0)
 	put(b[fpduLenLen+h : fpduLenLen+h+n])
-	q.txn += sealFPDU(b, h+n)
+	q.txn += frameFPDU(b, h+n)
 	return nil
 }
 
@@ -226,9 +272,13 @@ func (q *QP) sendControl(op Opcode, n int, put func([]byte)) error {
 // transmit goroutine, which completes them once it has written them.
 // Caller holds txMu.
 func (q *QP) pumpLocked(block bool) {
+	q.txBlock = block
 	q.mu.Lock()
 	if q.state != StateRTS {
 		q.mu.Unlock()
+		// Responses respond gathered after the queue pair failed are
+		// dropped, as respond drops the rest.
+		q.releaseGathered()
 		return
 	}
 	// Requests from handed on are encoded (a non-blocking pump may have
@@ -254,7 +304,7 @@ func (q *QP) pumpLocked(block bool) {
 			q.mu.Unlock()
 			break
 		}
-		if !block && q.fpdus(&s.wr)*q.cfg.MaxFPDU > len(q.txbuf)-q.txn {
+		if !block && q.fpdus(&s.wr)*q.cfg.MaxFPDU > len(q.txbuf)-q.txn-q.gs.bytes {
 			q.mu.Unlock()
 			left = true
 			break
@@ -263,6 +313,9 @@ func (q *QP) pumpLocked(block bool) {
 		q.sent++
 		q.mu.Unlock()
 		ok, err := q.encode(s)
+		if err != nil || !ok {
+			q.releaseGathered()
+		}
 		if err != nil {
 			q.fail(err, 0)
 			return
@@ -556,6 +609,7 @@ func (q *QP) txLoop() {
 // that fit in txbuf, leaves the rest and any Terminate to the transmit
 // goroutine, and returns false.
 func (q *QP) respond(block bool) bool {
+	q.txBlock = block
 	for {
 		q.mu.Lock()
 		if q.respN == 0 {
@@ -569,7 +623,7 @@ func (q *QP) respond(block bool) bool {
 		}
 		r := q.resp[q.respH]
 		st := q.state
-		if !block && (st != StateRTS || r.kind == respTerminate || q.respFPDUs(&r)*q.cfg.MaxFPDU > len(q.txbuf)-q.txn) {
+		if !block && (st != StateRTS || r.kind == respTerminate || q.respFPDUs(&r)*q.cfg.MaxFPDU > len(q.txbuf)-q.txn-q.gs.bytes) {
 			q.mu.Unlock()
 			q.wake()
 			return false
@@ -601,6 +655,7 @@ func (q *QP) respond(block bool) bool {
 			})
 		}
 		if err != nil {
+			q.releaseGathered()
 			q.fail(&ConnError{err}, 0)
 			return true
 		}

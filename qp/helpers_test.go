@@ -25,7 +25,7 @@ type pairOpts struct {
 	cfg  func(*QPConfig)
 	cqN  int
 	srq  bool
-	dial func(t *testing.T) (a, b net.Conn) // default: loopback kernel TCP
+	dial func(t testing.TB) (a, b net.Conn) // default: loopback kernel TCP
 }
 
 // tcpConns returns the two ends of a loopback kernel TCP connection.
@@ -123,7 +123,11 @@ func connect(t testing.TB, a, b *end, ca, cb net.Conn) {
 func newPair(t testing.TB, o pairOpts) (a, b *end) {
 	t.Helper()
 	a, b = newEnd(t, o), newEnd(t, o)
-	ca, cb := tcpConns(t)
+	dial := o.dial
+	if dial == nil {
+		dial = tcpConns
+	}
+	ca, cb := dial(t)
 	connect(t, a, b, ca, cb)
 	return a, b
 }

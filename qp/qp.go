@@ -251,12 +251,21 @@ type QP struct {
 	respH  int
 	respN  int
 
-	txMu   sync.Mutex
-	txbuf  []byte
-	txn    int
-	msnOut [numQN]uint32
-	conn   net.Conn
-	raw    syscall.RawConn // conn's, for tryWrite on a kernel socket
+	txMu  sync.Mutex
+	txbuf []byte
+	txn   int // bytes framed in txbuf
+	// txSealed: the FPDUs in txbuf[:txSealed] have their CRCs (txSeal).
+	txSealed int
+	msnOut   [numQN]uint32
+	conn     net.Conn
+	raw      syscall.RawConn // conn's, for tryWrite on a kernel socket
+	// gs: gathered FPDUs not yet written (sendGathered); txBlock: the
+	// transmit path may wait for the transport (a blocking pump).
+	gs      gatherState
+	txBlock bool
+	// gathers counts gathered writes, gatherRest those the socket took
+	// only part of (for tests).
+	gathers, gatherRest atomic.Uint64
 
 	// Receive side: only the reading goroutine (input) touches these.
 	stage  []byte
@@ -372,7 +381,7 @@ func (q *QP) reset() {
 	q.state, q.err = StateReset, nil
 	q.head, q.sent, q.tail, q.handed = 0, 0, 0, 0
 	q.ordH, q.ordN, q.respH, q.respN = 0, 0, 0, 0
-	q.txn, q.msnOut, q.conn, q.raw = 0, [numQN]uint32{}, nil, nil
+	q.txn, q.txSealed, q.msnOut, q.conn, q.raw = 0, 0, [numQN]uint32{}, nil, nil
 	q.stageN, q.msnIn, q.inMsg, q.moIn, q.failed = 0, [numQN]uint32{}, [numQN]bool{}, [numQN]uint32{}, false
 	q.draining, q.polled, q.fed = false, false, false
 	if q.srq == nil {

@@ -156,21 +156,27 @@ func (d *Device) lookup(key uint32, pd *PD, need Access, off uint64, n uint64) (
 		return nil, termInvalidSTag, false
 	}
 	mr.mu.RLock()
-	switch {
-	case !mr.valid || (need&remoteRights != 0 && mr.invalidated):
+	if c, ok := mr.check(pd, need, off, n); !ok {
 		mr.mu.RUnlock()
-		return nil, termInvalidSTag, false
-	case mr.pd != pd:
-		mr.mu.RUnlock()
-		return nil, termPD, false
-	case mr.access&need != need:
-		mr.mu.RUnlock()
-		return nil, termAccess, false
-	case off > uint64(len(mr.buf)) || n > uint64(len(mr.buf))-off:
-		mr.mu.RUnlock()
-		return nil, termBounds, false
+		return nil, c, false
 	}
 	return mr, 0, true
+}
+
+// check is lookup's check of a region whose lock the caller holds; on
+// failure it returns the Terminate code that names the violation.
+func (mr *MR) check(pd *PD, need Access, off uint64, n uint64) (termCode, bool) {
+	switch {
+	case !mr.valid || (need&remoteRights != 0 && mr.invalidated):
+		return termInvalidSTag, false
+	case mr.pd != pd:
+		return termPD, false
+	case mr.access&need != need:
+		return termAccess, false
+	case off > uint64(len(mr.buf)) || n > uint64(len(mr.buf))-off:
+		return termBounds, false
+	}
+	return 0, true
 }
 
 // Status is a work completion's status.

@@ -119,18 +119,75 @@ func padLen(n int) int { return (4 - (n+fpduLenLen)%4) % 4 }
 // fpduLen is the length of the FPDU that frames a ULPDU of n bytes.
 func fpduLen(n int) int { return fpduLenLen + n + padLen(n) + crcLen }
 
-// sealFPDU frames the ULPDU of n bytes already written at b[2:2+n]: it
-// writes ULPDU_Length, zeroes the pad, appends the CRC and returns the
-// FPDU's length. b must hold fpduLen(n) bytes.
-func sealFPDU(b []byte, n int) int {
+// frameFPDU frames the ULPDU of n bytes already written at b[2:2+n]: it
+// writes ULPDU_Length, zeroes the pad and returns the FPDU's length,
+// leaving room for the CRC at its end (crcFPDUs fills it in). b must hold
+// fpduLen(n) bytes.
+func frameFPDU(b []byte, n int) int {
 	binary.BigEndian.PutUint16(b, uint16(n))
 	end := fpduLenLen + n
 	for i := 0; i < padLen(n); i++ {
 		b[end] = 0
 		end++
 	}
-	binary.LittleEndian.PutUint32(b[end:], crc32.Checksum(b[:end], castagnoli))
 	return end + crcLen
+}
+
+// sealFPDU frames the ULPDU as frameFPDU does and appends its CRC.
+func sealFPDU(b []byte, n int) int {
+	l := frameFPDU(b, n)
+	binary.LittleEndian.PutUint32(b[l-crcLen:], crc32.Checksum(b[:l-crcLen], castagnoli))
+	return l
+}
+
+// crc3Min is the shortest run crc32c3 is used for: below it the calls
+// and tails cost more than the chains save.
+const crc3Min = 256
+
+// checksum3 returns the CRC32c of a, b and c, computed together.
+func checksum3(a, b, c []byte) (uint32, uint32, uint32) {
+	return checksum3From(0, 0, 0, a, b, c)
+}
+
+// checksum3From continues the CRC32c ca over a, cb over b and cc over c
+// (as crc32.Update does), computed together.
+func checksum3From(ca, cb, cc uint32, a, b, c []byte) (uint32, uint32, uint32) {
+	n := min(len(a), len(b), len(c)) &^ 7
+	if !haveCRC3 || n < crc3Min {
+		return crc32.Update(ca, castagnoli, a), crc32.Update(cb, castagnoli, b), crc32.Update(cc, castagnoli, c)
+	}
+	// The instruction's register is the finished CRC inverted.
+	ra, rb, rc := crc32c3(&a[0], &b[0], &c[0], n, ^ca, ^cb, ^cc)
+	return crc32.Update(^ra, castagnoli, a[n:]), crc32.Update(^rb, castagnoli, b[n:]), crc32.Update(^rc, castagnoli, c[n:])
+}
+
+// crcFPDUs fills in the CRCs of the whole FPDUs framed back to back in b
+// (frameFPDU), three at a time.
+func crcFPDUs(b []byte) {
+	var f [3][]byte // FPDUs, CRC included
+	k := 0
+	for len(b) > 0 {
+		l := fpduLen(int(binary.BigEndian.Uint16(b)))
+		f[k] = b[:l]
+		b = b[l:]
+		if k++; k < 3 && len(b) > 0 {
+			continue
+		}
+		switch k {
+		case 1:
+			x := f[0]
+			binary.LittleEndian.PutUint32(x[len(x)-crcLen:], crc32.Checksum(x[:len(x)-crcLen], castagnoli))
+		default:
+			if k == 2 {
+				f[2] = f[1] // computed twice, kept once
+			}
+			ca, cb, cc := checksum3(f[0][:len(f[0])-crcLen], f[1][:len(f[1])-crcLen], f[2][:len(f[2])-crcLen])
+			binary.LittleEndian.PutUint32(f[0][len(f[0])-crcLen:], ca)
+			binary.LittleEndian.PutUint32(f[1][len(f[1])-crcLen:], cb)
+			binary.LittleEndian.PutUint32(f[2][len(f[2])-crcLen:], cc)
+		}
+		k = 0
+	}
 }
 
 // Errors found while deframing; each ends the connection with a

@@ -104,6 +104,73 @@ func TestFPDUFraming(t *testing.T) {
 	}
 }
 
+// TestChecksum3 compares the three-chain CRC with hash/crc32's on
+// lengths around crc3Min and the 8-byte steps, each buffer at its own
+// offset and length.
+func TestChecksum3(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, 3*4096)
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	for _, n := range []int{0, 1, 7, 8, 255, 256, 257, 263, 264, 1448, 1453, 4000} {
+		for i := 0; i < 20; i++ {
+			var p [3][]byte
+			for j := range p {
+				m := max(0, n-r.IntN(9))
+				off := j*4096 + r.IntN(4096-m+1)
+				p[j] = buf[off : off+m]
+			}
+			a, b, c := checksum3(p[0], p[1], p[2])
+			for j, got := range []uint32{a, b, c} {
+				if want := crc32.Checksum(p[j], tab); got != want {
+					t.Fatalf("length %d: CRC %d of %d bytes %#x, want %#x", n, j, len(p[j]), got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestCRCFPDUs frames runs of one to seven FPDUs of mixed lengths and
+// checks that crcFPDUs gives each the CRC sealFPDU would.
+func TestCRCFPDUs(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for count := 1; count <= 7; count++ {
+		var framed, sealed []byte
+		for i := 0; i < count; i++ {
+			n := minHdrLen + r.IntN(1500)
+			if i%2 == 0 {
+				n = 1442 // a full default FPDU
+			}
+			f := make([]byte, fpduLen(n))
+			for j := 2; j < 2+n; j++ {
+				f[j] = byte(r.Uint32())
+			}
+			g := append([]byte(nil), f...)
+			frameFPDU(f, n)
+			sealFPDU(g, n)
+			framed, sealed = append(framed, f...), append(sealed, g...)
+		}
+		crcFPDUs(framed)
+		if !bytes.Equal(framed, sealed) {
+			t.Fatalf("%d FPDUs: crcFPDUs differs from sealFPDU", count)
+		}
+	}
+}
+
+func BenchmarkCRCFPDUs(b *testing.B) {
+	const n = 1442 // ULPDU of a 1448-byte FPDU
+	buf := make([]byte, 45*fpduLen(n))
+	for off := 0; off < len(buf); off += fpduLen(n) {
+		frameFPDU(buf[off:], n)
+	}
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		crcFPDUs(buf)
+	}
+}
+
 func TestSegmentRoundTrip(t *testing.T) {
 	b := make([]byte, 64)
 	putTagged(b, OpWrite, true, 0x01020304, 0x1122334455667788)

@@ -1,0 +1,15 @@
+//go:build amd64 && !purego
+
+package qp
+
+import "golang.org/x/sys/cpu"
+
+// haveCRC3 reports whether crc32c3's CRC32 instruction loop can run.
+var haveCRC3 = cpu.X86.HasSSE42
+
+// crc32c3 advances three CRC32c registers (not inverted) over the first n
+// bytes of a, b and c, n a positive multiple of 8: three independent
+// chains of the CRC32 instruction, which a core overlaps.
+//
+//go:noescape
+func crc32c3(a, b, c *byte, n int, ra, rb, rc uint32) (uint32, uint32, uint32)
