@@ -217,7 +217,7 @@ func clientMain(args []string) error {
 		iters := max(int(duration.Seconds()*8e9/8/float64(*size)), 1000)
 		qdial := func(ctx context.Context) (net.Conn, error) { return dial(ctx, "tcp", *qpAddr) }
 		mark("START")
-		r, err := perftest.Run(ctx, qdial, perftest.Params{Test: "write_bw", Size: *size, Iters: iters})
+		r, err := perftest.Run(ctx, qdial, perftest.Params{Test: "write_bw", Size: *size, Iters: iters, PostList: qpBWPostList})
 		mark("END")
 		if err != nil {
 			return err

@@ -39,6 +39,7 @@ func runDemo(ctx context.Context, args []string) error {
 	iters := fs.Int("iters", 10000, "latency tests' `iterations`")
 	bwSize := fs.Int("bw-size", 65536, "write_bw message `bytes`")
 	bwIters := fs.Int("bw-iters", 5000, "write_bw `iterations`")
+	postList := fs.Int("post-list", 4, "write_bw `requests` posted per PostSend call (4 × 64 KiB: the 256 KiB the bulk transfer writes per call)")
 	duration := fs.Duration("duration", 2*time.Second, "TCP ping-pong and bulk `time` per stack")
 	pollFlag := fs.String("poll", "adaptive", "ustack worker polling `policy`: spin, adaptive or blocking (adaptive measured faster for queue pairs on 2 CPUs: a spinning worker takes the CPU their goroutines need)")
 	fs.IntVar(&perftest.SpinLimit, "spin", perftest.SpinLimit, "`checks` of memory or a CQ before a waiter blocks")
@@ -48,7 +49,7 @@ func runDemo(ctx context.Context, args []string) error {
 	if *duration <= 0 || *duration > 10*time.Minute {
 		return fmt.Errorf("-duration %v: want (0, 10m]", *duration)
 	}
-	for _, p := range []perftest.Params{{Test: "write_lat", Size: *size, Iters: *iters}, {Test: "write_bw", Size: *bwSize, Iters: *bwIters}} {
+	for _, p := range []perftest.Params{{Test: "write_lat", Size: *size, Iters: *iters}, {Test: "write_bw", Size: *bwSize, Iters: *bwIters, PostList: *postList}} {
 		if err := p.Validate(); err != nil {
 			return err
 		}
@@ -108,7 +109,7 @@ func runDemo(ctx context.Context, args []string) error {
 			c.lat[test] = r.Lat
 			fmt.Printf(" %s %s;", test, fmtUS(median(r.Lat)))
 		}
-		r, err := run(perftest.Params{Test: "write_bw", Size: *bwSize, Iters: *bwIters})
+		r, err := run(perftest.Params{Test: "write_bw", Size: *bwSize, Iters: *bwIters, PostList: *postList})
 		if err != nil {
 			return fmt.Errorf("%s write_bw: %w", c.name, err)
 		}

@@ -135,13 +135,14 @@ func runClient(ctx context.Context, args []string) error {
 	size := fs.Int("size", 64, "message `bytes`")
 	iters := fs.Int("iters", 10000, "`iterations`")
 	handler := fs.Bool("handler", false, "write_lat: answer each Write from the queue pairs' OnInput handlers, where it lands, on both ends")
+	postList := fs.Int("post-list", 1, "write_bw, send_bw: `requests` posted per PostSend call (perftest's --post_list; over kernel TCP a list goes out in one system call)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 || *connect == "" {
 		return errors.New("client needs -connect and no arguments")
 	}
-	prm := perftest.Params{Test: *test, Size: *size, Iters: *iters, Handler: *handler}
+	prm := perftest.Params{Test: *test, Size: *size, Iters: *iters, Handler: *handler, PostList: *postList}
 	if err := prm.Validate(); err != nil {
 		return err
 	}

@@ -39,7 +39,12 @@ type Params struct {
 	// an application goroutine that polls memory and blocks between
 	// polls. Only write_lat has it.
 	Handler bool
-	rkey    uint32 // the sender's region
+	// PostList is how many requests the bandwidth tests' client posts
+	// with one PostSend (perftest's --post_list; 0 means 1). Over a
+	// kernel socket the queue pair writes a posted list with one system
+	// call. The client's alone: it does not travel.
+	PostList int
+	rkey     uint32 // the sender's region
 }
 
 func (prm Params) encode() []byte {
@@ -97,6 +102,9 @@ func (prm Params) Validate() error {
 	}
 	if prm.Iters < 1 || prm.Iters > 100_000_000 {
 		return fmt.Errorf("iters %d: want 1..10^8", prm.Iters)
+	}
+	if prm.PostList < 0 || prm.PostList > cqMod {
+		return fmt.Errorf("post list %d: want 1..%d", prm.PostList, cqMod)
 	}
 	return nil
 }
@@ -251,6 +259,21 @@ func (p *peer) postSend(wr qp.SendWR) error {
 	}
 }
 
+// postList posts wrs, all of them, waiting while the send queue is full.
+func (p *peer) postList(wrs []qp.SendWR) error {
+	for len(wrs) > 0 {
+		n, err := p.q.PostSend(wrs)
+		wrs = wrs[n:]
+		if err != nil && !errors.Is(err, qp.ErrQueueFull) {
+			return err
+		}
+		if len(wrs) > 0 {
+			runtime.Gosched()
+		}
+	}
+	return nil
+}
+
 func (p *peer) sendSGE() []qp.SGE {
 	return []qp.SGE{{Offset: 0, Len: uint32(p.lay.size), Key: p.mr.Key()}}
 }
@@ -349,34 +372,36 @@ func clientBW(p *peer, prm Params) (Result, error) {
 	marks := make([]time.Time, 0, prm.Iters/cqMod+2)
 	start := time.Now()
 	marks = append(marks, start)
-	inflight := 0
-	for i := 0; i < prm.Iters; i++ {
-		for inflight >= txDepth {
-			wc, err := p.poll(p.scq)
-			if err != nil {
+	inflight := 0 // requests posted and not known complete, in cqMods
+	list := make([]qp.SendWR, max(prm.PostList, 1))
+	for i := 0; i < prm.Iters; {
+		k := min(len(list), prm.Iters-i)
+		for inflight+k > txDepth {
+			if _, err := p.poll(p.scq); err != nil {
 				return r, err
 			}
-			_ = wc
 			inflight -= cqMod
 			marks = append(marks, time.Now())
 		}
 		if prm.Test == "send_bw" {
 			// The server reposts receives and reports how many: never
 			// send into an empty receive queue (that is fatal).
-			if err := p.waitFor(func() bool { return uint64(i) < credit()+rxDepth }, p.q.Placed); err != nil {
+			last := uint64(i + k - 1)
+			if err := p.waitFor(func() bool { return last < credit()+rxDepth }, p.q.Placed); err != nil {
 				return r, err
 			}
 		}
-		wr.Flags = 0
-		if i%cqMod == cqMod-1 {
-			wr.Flags = qp.Signaled
+		for j := range list[:k] {
+			list[j] = wr
+			if (i+j)%cqMod == cqMod-1 {
+				list[j].Flags = qp.Signaled
+				inflight += cqMod
+			}
 		}
-		if err := p.postSend(wr); err != nil {
+		if err := p.postList(list[:k]); err != nil {
 			return r, err
 		}
-		if wr.Flags != 0 {
-			inflight += cqMod
-		}
+		i += k
 	}
 	fence := qp.SendWR{ID: 2, Op: qp.WRRead, Flags: qp.Signaled | qp.Fence, RemoteKey: p.rkey}
 	if err := p.postSend(fence); err != nil {
