@@ -13,3 +13,9 @@ var haveCRC3 = cpu.X86.HasSSE42
 //
 //go:noescape
 func crc32c3(a, b, c *byte, n int, ra, rb, rc uint32) (uint32, uint32, uint32)
+
+// crc32cShort advances the register r (not inverted) over the n bytes at
+// p with one chain.
+//
+//go:noescape
+func crc32cShort(r uint32, p *byte, n int) uint32

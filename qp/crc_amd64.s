@@ -54,3 +54,43 @@ done:
 	MOVL BX, ret1+52(FP)
 	MOVL DX, ret2+56(FP)
 	RET
+
+// func crc32cShort(r uint32, p *byte, n int) uint32
+//
+// One chain over n bytes (any n): for the few bytes around what crc32c3
+// covers (headers, tails, pads), without hash/crc32's dispatch.
+TEXT ·crc32cShort(SB), NOSPLIT, $0-28
+	MOVL r+0(FP), AX
+	MOVQ p+8(FP), SI
+	MOVQ n+16(FP), CX
+
+loop8:
+	CMPQ   CX, $8
+	JB     tail4
+	CRC32Q (SI), AX
+	ADDQ   $8, SI
+	SUBQ   $8, CX
+	JMP    loop8
+
+tail4:
+	CMPQ   CX, $4
+	JB     tail2
+	CRC32L (SI), AX
+	ADDQ   $4, SI
+	SUBQ   $4, CX
+
+tail2:
+	CMPQ   CX, $2
+	JB     tail1
+	CRC32W (SI), AX
+	ADDQ   $2, SI
+	SUBQ   $2, CX
+
+tail1:
+	CMPQ   CX, $1
+	JB     done
+	CRC32B (SI), AX
+
+done:
+	MOVL AX, ret+24(FP)
+	RET

@@ -8,3 +8,7 @@ const haveCRC3 = false
 func crc32c3(a, b, c *byte, n int, ra, rb, rc uint32) (uint32, uint32, uint32) {
 	panic("qp: crc32c3 without SSE 4.2")
 }
+
+func crc32cShort(r uint32, p *byte, n int) uint32 {
+	panic("qp: crc32cShort without SSE 4.2")
+}

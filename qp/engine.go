@@ -28,9 +28,6 @@ func maxPayload(maxFPDU, hdr int) int { return maxFPDU - fpduOverhead - hdr }
 // txReserve makes room for one FPDU in txbuf, writing out what is there
 // if need be.
 func (q *QP) txReserve() error {
-	if err := q.flushGathered(); err != nil {
-		return err
-	}
 	if len(q.txbuf)-q.txn >= q.cfg.MaxFPDU {
 		return nil
 	}
@@ -40,9 +37,6 @@ func (q *QP) txReserve() error {
 // txTryFlush writes what of txbuf the connection takes without waiting
 // and keeps the rest, in order, for the next flush.
 func (q *QP) txTryFlush() error {
-	if err := q.flushGathered(); err != nil {
-		return err
-	}
 	if q.txn == 0 {
 		return nil
 	}
@@ -113,9 +107,6 @@ func (q *QP) tryWrite(b []byte) (int, error) {
 
 // txFlush writes txbuf to the connection.
 func (q *QP) txFlush() error {
-	if err := q.flushGathered(); err != nil {
-		return err
-	}
 	if q.txn == 0 {
 		return nil
 	}
@@ -223,13 +214,9 @@ func (q *QP) sendUntagged(op Opcode, inv uint32, p *payload) (bool, error) {
 	return q.sendSegments(&segHdr{op: op, inv: inv, qn: qn, msn: q.msnOut[qn]}, p)
 }
 
-// sendSegments encodes a message as FPDUs of at most MaxFPDU bytes: into
-// txbuf, or, for a large payload in one registered region over a kernel
-// socket, written from the region itself (sendGathered).
+// sendSegments encodes a message into txbuf as FPDUs of at most MaxFPDU
+// bytes.
 func (q *QP) sendSegments(h *segHdr, p *payload) (bool, error) {
-	if q.canGather(p) {
-		return q.sendGathered(h, p)
-	}
 	most := maxPayload(q.cfg.MaxFPDU, h.len())
 	left := p.total
 	for first := true; first || left > 0; first = false {
@@ -272,13 +259,9 @@ func (q *QP) sendControl(op Opcode, n int, put func([]byte)) error {
 // transmit goroutine, which completes them once it has written them.
 // Caller holds txMu.
 func (q *QP) pumpLocked(block bool) {
-	q.txBlock = block
 	q.mu.Lock()
 	if q.state != StateRTS {
 		q.mu.Unlock()
-		// Responses respond gathered after the queue pair failed are
-		// dropped, as respond drops the rest.
-		q.releaseGathered()
 		return
 	}
 	// Requests from handed on are encoded (a non-blocking pump may have
@@ -304,7 +287,7 @@ func (q *QP) pumpLocked(block bool) {
 			q.mu.Unlock()
 			break
 		}
-		if !block && q.fpdus(&s.wr)*q.cfg.MaxFPDU > len(q.txbuf)-q.txn-q.gs.bytes {
+		if !block && q.fpdus(&s.wr)*q.cfg.MaxFPDU > len(q.txbuf)-q.txn {
 			q.mu.Unlock()
 			left = true
 			break
@@ -313,9 +296,6 @@ func (q *QP) pumpLocked(block bool) {
 		q.sent++
 		q.mu.Unlock()
 		ok, err := q.encode(s)
-		if err != nil || !ok {
-			q.releaseGathered()
-		}
 		if err != nil {
 			q.fail(err, 0)
 			return
@@ -609,7 +589,6 @@ func (q *QP) txLoop() {
 // that fit in txbuf, leaves the rest and any Terminate to the transmit
 // goroutine, and returns false.
 func (q *QP) respond(block bool) bool {
-	q.txBlock = block
 	for {
 		q.mu.Lock()
 		if q.respN == 0 {
@@ -623,7 +602,7 @@ func (q *QP) respond(block bool) bool {
 		}
 		r := q.resp[q.respH]
 		st := q.state
-		if !block && (st != StateRTS || r.kind == respTerminate || q.respFPDUs(&r)*q.cfg.MaxFPDU > len(q.txbuf)-q.txn-q.gs.bytes) {
+		if !block && (st != StateRTS || r.kind == respTerminate || q.respFPDUs(&r)*q.cfg.MaxFPDU > len(q.txbuf)-q.txn) {
 			q.mu.Unlock()
 			q.wake()
 			return false
@@ -655,7 +634,6 @@ func (q *QP) respond(block bool) bool {
 			})
 		}
 		if err != nil {
-			q.releaseGathered()
 			q.fail(&ConnError{err}, 0)
 			return true
 		}

@@ -259,13 +259,6 @@ type QP struct {
 	msnOut   [numQN]uint32
 	conn     net.Conn
 	raw      syscall.RawConn // conn's, for tryWrite on a kernel socket
-	// gs: gathered FPDUs not yet written (sendGathered); txBlock: the
-	// transmit path may wait for the transport (a blocking pump).
-	gs      gatherState
-	txBlock bool
-	// gathers counts gathered writes, gatherRest those the socket took
-	// only part of (for tests).
-	gathers, gatherRest atomic.Uint64
 
 	// Receive side: only the reading goroutine (input) touches these.
 	stage  []byte

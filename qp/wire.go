@@ -146,19 +146,32 @@ const crc3Min = 256
 
 // checksum3 returns the CRC32c of a, b and c, computed together.
 func checksum3(a, b, c []byte) (uint32, uint32, uint32) {
-	return checksum3From(0, 0, 0, a, b, c)
+	ra, rb, rc := checksum3Raw(^uint32(0), ^uint32(0), ^uint32(0), a, b, c)
+	return ^ra, ^rb, ^rc
 }
 
-// checksum3From continues the CRC32c ca over a, cb over b and cc over c
-// (as crc32.Update does), computed together.
-func checksum3From(ca, cb, cc uint32, a, b, c []byte) (uint32, uint32, uint32) {
+// checksum3Raw advances three CRC32c registers (not inverted: a finished
+// CRC is the register inverted) over a, b and c, together.
+func checksum3Raw(ra, rb, rc uint32, a, b, c []byte) (uint32, uint32, uint32) {
 	n := min(len(a), len(b), len(c)) &^ 7
-	if !haveCRC3 || n < crc3Min {
-		return crc32.Update(ca, castagnoli, a), crc32.Update(cb, castagnoli, b), crc32.Update(cc, castagnoli, c)
+	if haveCRC3 && n >= crc3Min {
+		ra, rb, rc = crc32c3(&a[0], &b[0], &c[0], n, ra, rb, rc)
+	} else {
+		n = 0
 	}
-	// The instruction's register is the finished CRC inverted.
-	ra, rb, rc := crc32c3(&a[0], &b[0], &c[0], n, ^ca, ^cb, ^cc)
-	return crc32.Update(^ra, castagnoli, a[n:]), crc32.Update(^rb, castagnoli, b[n:]), crc32.Update(^rc, castagnoli, c[n:])
+	return crcRaw(ra, a[n:]), crcRaw(rb, b[n:]), crcRaw(rc, c[n:])
+}
+
+// crcRaw advances the CRC32c register r (not inverted) over p, a few
+// bytes: one chain of the CRC32 instruction where there is one.
+func crcRaw(r uint32, p []byte) uint32 {
+	switch {
+	case len(p) == 0:
+		return r
+	case haveCRC3 && len(p) < crc3Min:
+		return crc32cShort(r, &p[0], len(p))
+	}
+	return ^crc32.Update(^r, castagnoli, p)
 }
 
 // crcFPDUs fills in the CRCs of the whole FPDUs framed back to back in b

@@ -114,6 +114,12 @@ func TestChecksum3(t *testing.T) {
 		buf[i] = byte(r.Uint32())
 	}
 	tab := crc32.MakeTable(crc32.Castagnoli)
+	for n := 0; n < 300; n++ {
+		p := buf[n : 2*n]
+		if got, want := ^crcRaw(^uint32(0), p), crc32.Checksum(p, tab); got != want {
+			t.Fatalf("crcRaw over %d bytes: %#x, want %#x", n, got, want)
+		}
+	}
 	for _, n := range []int{0, 1, 7, 8, 255, 256, 257, 263, 264, 1448, 1453, 4000} {
 		for i := 0; i < 20; i++ {
 			var p [3][]byte
