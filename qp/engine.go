@@ -124,6 +124,11 @@ type payload struct {
 	i      int    // current SGE
 	off    uint32 // offset in it
 	total  int
+	// mr is the current SGE's region while fill holds its read lock:
+	// from the SGE's first copy until it is used up or the transmit
+	// buffer is written out (unlock), so that Dereg never waits on the
+	// network.
+	mr *MR
 }
 
 func newPayload(inline []byte, sgl []SGE) payload {
@@ -137,8 +142,16 @@ func newPayload(inline []byte, sgl []SGE) payload {
 	return p
 }
 
+// unlock releases the region fill holds, if any.
+func (p *payload) unlock() {
+	if p.mr != nil {
+		p.mr.mu.RUnlock()
+		p.mr = nil
+	}
+}
+
 // fill copies the next len(dst) bytes into dst; false if a region was
-// deregistered since posting.
+// deregistered since posting (then it holds no lock).
 func (q *QP) fill(dst []byte, p *payload) bool {
 	if p.inline != nil {
 		n := copy(dst, p.inline)
@@ -149,17 +162,21 @@ func (q *QP) fill(dst []byte, p *payload) bool {
 		s := &p.sgl[p.i]
 		n := min(len(dst), int(s.Len-p.off))
 		if n > 0 {
-			mr, _, ok := q.dev.lookup(s.Key, q.pd, 0, s.Offset+uint64(p.off), uint64(n))
-			if !ok {
-				return false
-			}
 			o := s.Offset + uint64(p.off)
-			copy(dst[:n], mr.buf[o:o+uint64(n)])
-			mr.mu.RUnlock()
+			if p.mr == nil {
+				// The rest of the SGE, checked and locked once.
+				mr, _, ok := q.dev.lookup(s.Key, q.pd, 0, o, uint64(s.Len-p.off))
+				if !ok {
+					return false
+				}
+				p.mr = mr
+			}
+			copy(dst[:n], p.mr.buf[o:o+uint64(n)])
 		}
 		dst = dst[n:]
 		p.off += uint32(n)
 		if p.off == s.Len {
+			p.unlock()
 			p.i++
 			p.off = 0
 		}
@@ -219,7 +236,11 @@ func (q *QP) sendUntagged(op Opcode, inv uint32, p *payload) (bool, error) {
 func (q *QP) sendSegments(h *segHdr, p *payload) (bool, error) {
 	most := maxPayload(q.cfg.MaxFPDU, h.len())
 	left := p.total
+	defer p.unlock()
 	for first := true; first || left > 0; first = false {
+		if len(q.txbuf)-q.txn < q.cfg.MaxFPDU {
+			p.unlock() // txReserve writes to the network
+		}
 		if err := q.txReserve(); err != nil {
 			return true, err
 		}

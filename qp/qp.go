@@ -290,6 +290,18 @@ type QP struct {
 	wg     sync.WaitGroup
 }
 
+// txPayload is the payload the transmit buffer holds: a posted list of
+// that much goes out with one system call, and the FPDUs' framing does
+// not cut off a piece to write on its own.
+const txPayload = 256 << 10
+
+// txBufLen is the length of a transmit buffer that holds txPayload bytes
+// of payload in FPDUs of at most maxFPDU bytes, with room for the short
+// last FPDUs of a list's messages.
+func txBufLen(maxFPDU int) int {
+	return (txPayload/maxPayload(maxFPDU, untaggedHdrLen) + 8) * maxFPDU
+}
+
 // CreateQP returns a queue pair in the Reset state.
 func (pd *PD) CreateQP(cfg QPConfig) (*QP, error) {
 	cfg.setDefaults()
@@ -312,7 +324,7 @@ func (pd *PD) CreateQP(cfg QPConfig) (*QP, error) {
 		q.sq[i].inline = make([]byte, 0, cfg.MaxInline)
 	}
 	q.cur.sgl = make([]SGE, 0, max(cfg.MaxSGE, q.rq.maxSGE))
-	q.txbuf = make([]byte, max(256<<10, 4*cfg.MaxFPDU))
+	q.txbuf = make([]byte, txBufLen(cfg.MaxFPDU))
 	q.stage = make([]byte, MaxFPDU)
 	pd.n.Add(1)
 	return q, nil
