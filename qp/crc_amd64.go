@@ -19,3 +19,13 @@ func crc32c3(a, b, c *byte, n int, ra, rb, rc uint32) (uint32, uint32, uint32)
 //
 //go:noescape
 func crc32cShort(r uint32, p *byte, n int) uint32
+
+// haveFold reports whether crc32cFold can run.
+var haveFold = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VPCLMULQDQ && cpu.X86.HasPCLMULQDQ
+
+// crc32cFold advances the CRC32c register r (not inverted) over the n
+// bytes at p, n at least 64 and a multiple of 16, by folding with
+// carry-less multiplies.
+//
+//go:noescape
+func crc32cFold(r uint32, p *byte, n int) uint32

@@ -12,3 +12,9 @@ func crc32c3(a, b, c *byte, n int, ra, rb, rc uint32) (uint32, uint32, uint32) {
 func crc32cShort(r uint32, p *byte, n int) uint32 {
 	panic("qp: crc32cShort without SSE 4.2")
 }
+
+const haveFold = false
+
+func crc32cFold(r uint32, p *byte, n int) uint32 {
+	panic("qp: crc32cFold without AVX-512")
+}

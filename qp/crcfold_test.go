@@ -1,0 +1,98 @@
+//go:build amd64 && !purego
+
+package qp
+
+import (
+	"hash/crc32"
+	"math/bits"
+	"math/rand/v2"
+	"testing"
+)
+
+// xnMod is x^n mod p, p of degree 32 given with its x^32 term.
+func xnMod(n int, p uint64) uint64 {
+	r := uint64(1)
+	for range n {
+		r <<= 1
+		if r&(1<<32) != 0 {
+			r ^= p
+		}
+	}
+	return r
+}
+
+// x64Div is floor(x^64 / p).
+func x64Div(p uint64) uint64 {
+	var rem [65]uint8
+	rem[64] = 1
+	var q uint64
+	for d := 64; d >= 32; d-- {
+		if rem[d] == 1 {
+			q |= 1 << (d - 32)
+			for i := 0; i <= 32; i++ {
+				if p&(1<<i) != 0 {
+					rem[d-32+i] ^= 1
+				}
+			}
+		}
+	}
+	return q
+}
+
+// reflect33 is v's 33 low bits reversed: the reflected form the folds
+// multiply by.
+func reflect33(v uint64) uint64 { return bits.Reverse64(v) >> 31 }
+
+// TestFoldConstants derives crc32cFold's constants (crc_amd64.s) from
+// the polynomial, and checks the derivation against hash/crc32's IEEE
+// constants.
+func TestFoldConstants(t *testing.T) {
+	for _, c := range []struct {
+		poly uint64
+		want [7]uint64 // x^544, x^480, x^160, x^96, x^64 mod P; P; x^64/P
+	}{
+		{0x104C11DB7, [7]uint64{0x154442bd4, 0x1c6e41596, 0x1751997d0, 0x0ccaa009e, 0x163cd6124, 0x1db710641, 0x1f7011641}},
+		{0x11EDC6F41, [7]uint64{0x740eef02, 0x9e4addf8, 0xf20c0dfe, 0x14cd00bd6, 0xdd45aab8, 0x105ec76f1, 0x0dea713f1}},
+	} {
+		var got [7]uint64
+		for i, n := range []int{544, 480, 160, 96, 64} {
+			got[i] = reflect33(xnMod(n, c.poly))
+		}
+		got[5], got[6] = reflect33(c.poly), reflect33(x64Div(c.poly))
+		if got != c.want {
+			t.Errorf("P %#x: constants %#x, want %#x", c.poly, got, c.want)
+		}
+	}
+}
+
+func TestFoldMatchesHashCRC32(t *testing.T) {
+	if !haveFold {
+		t.Skip("no AVX-512 VPCLMULQDQ")
+	}
+	buf := make([]byte, 4096+64)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	for n := 64; n <= 4096; n += 16 {
+		for _, off := range []int{0, 1, 7, 33} {
+			r := rng.Uint32()
+			p := buf[off : off+n]
+			want := ^crc32.Update(^r, castagnoli, p)
+			if got := crc32cFold(r, &p[0], n); got != want {
+				t.Fatalf("n %d offset %d: %#x, want %#x", n, off, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkCRCFold(b *testing.B) {
+	if !haveFold {
+		b.Skip("no AVX-512 VPCLMULQDQ")
+	}
+	p := make([]byte, 1440)
+	b.SetBytes(int64(len(p)))
+	for b.Loop() {
+		crc32cFold(0, &p[0], len(p))
+	}
+}
