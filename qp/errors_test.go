@@ -570,12 +570,20 @@ func TestDeregFencesRemoteAccess(t *testing.T) {
 	fill(a.buf, 1)
 	done := make(chan struct{})
 	go func() {
+		// Until a Write meets the deregistered region and the queue
+		// pair fails, bounded in time.
 		defer close(done)
-		for i := 0; i < 2000 && a.qp.State() == StateRTS; i++ {
+		deadline := time.Now().Add(10 * time.Second)
+		for i := 0; a.qp.State() == StateRTS && time.Now().Before(deadline); i++ {
 			a.qp.PostSend([]SendWR{{Op: WRWrite, SGL: []SGE{{0, 1 << 14, a.mr.Key()}}, RemoteKey: mr.Key(), RemoteOffset: uint64(i%4) << 14}})
 		}
 	}()
-	time.Sleep(5 * time.Millisecond)
+	// Deregister once Writes are landing.
+	select {
+	case <-b.qp.Placed():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Write landed")
+	}
 	if err := mr.Dereg(); err != nil {
 		t.Fatal(err)
 	}
