@@ -182,8 +182,17 @@ func (z *rxFuzzer) connect() {
 		}
 		if z.sndNxt != 0 {
 			z.rcvNxt = fuzzISN + 1
+			opens := z.s.Stats().TCPPassiveOpens
 			z.send(segment(z.port, fuzzISN+1, z.sndNxt, tcpACK, 65535, nil, nil))
-			return
+			// The handshake may complete after the ACK's frame came back
+			// (a loaded machine): a segment sent before then would meet
+			// the listener, not the connection.
+			for deadline := time.Now().Add(5 * time.Second); z.s.Stats().TCPPassiveOpens == opens && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Microsecond)
+			}
+			if z.s.Stats().TCPPassiveOpens != opens {
+				return
+			}
 		}
 	}
 	z.t.Fatalf("no SYN-ACK from the target on 20 ports; stats:\n%s", z.s.Stats().Summary())
