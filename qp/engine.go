@@ -77,32 +77,37 @@ func (q *QP) tryWrite(b []byte) (int, error) {
 			if err != nil {
 				return 0, nil
 			}
-			q.raw = rc
+			q.raw, q.rawWrite = rc, q.writeRaw
 		}
-		var n int
-		var werr error
-		err := q.raw.Write(func(fd uintptr) bool {
-			for n < len(b) {
-				k, e := syscall.Write(int(fd), b[n:])
-				if e == syscall.EINTR {
-					continue
-				}
-				if e != nil {
-					if e != syscall.EAGAIN {
-						werr = e
-					}
-					break
-				}
-				n += k
-			}
-			return true // never wait for room
-		})
+		q.tw.b, q.tw.n, q.tw.err = b, 0, nil
+		err := q.raw.Write(q.rawWrite)
+		n, werr := q.tw.n, q.tw.err
+		q.tw.b, q.tw.err = nil, nil
 		if werr == nil {
 			werr = err
 		}
 		return n, werr
 	}
 	return 0, nil
+}
+
+// writeRaw is tryWrite's write(2)s of q.tw.b on a kernel socket: as much
+// as the socket takes now. Caller holds txMu.
+func (q *QP) writeRaw(fd uintptr) bool {
+	for q.tw.n < len(q.tw.b) {
+		k, e := syscall.Write(int(fd), q.tw.b[q.tw.n:])
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != nil {
+			if e != syscall.EAGAIN {
+				q.tw.err = e
+			}
+			break
+		}
+		q.tw.n += k
+	}
+	return true // never wait for room
 }
 
 // txFlush writes txbuf to the connection.
@@ -124,11 +129,6 @@ type payload struct {
 	i      int    // current SGE
 	off    uint32 // offset in it
 	total  int
-	// mr is the current SGE's region while fill holds its read lock:
-	// from the SGE's first copy until it is used up or the transmit
-	// buffer is written out (unlock), so that Dereg never waits on the
-	// network.
-	mr *MR
 }
 
 func newPayload(inline []byte, sgl []SGE) payload {
@@ -142,16 +142,20 @@ func newPayload(inline []byte, sgl []SGE) payload {
 	return p
 }
 
-// unlock releases the region fill holds, if any.
-func (p *payload) unlock() {
-	if p.mr != nil {
-		p.mr.mu.RUnlock()
-		p.mr = nil
+// fillUnlock releases the region fill holds, if any (q.fillMR).
+func (q *QP) fillUnlock() {
+	if q.fillMR != nil {
+		q.fillMR.mu.RUnlock()
+		q.fillMR = nil
 	}
 }
 
 // fill copies the next len(dst) bytes into dst; false if a region was
-// deregistered since posting (then it holds no lock).
+// deregistered since posting (then it holds no lock). It keeps the
+// current SGE's region read-locked (q.fillMR) from the SGE's first copy
+// until the SGE is used up or the transmit buffer is written out
+// (fillUnlock), so that Dereg never waits on the network. Caller holds
+// txMu.
 func (q *QP) fill(dst []byte, p *payload) bool {
 	if p.inline != nil {
 		n := copy(dst, p.inline)
@@ -163,20 +167,20 @@ func (q *QP) fill(dst []byte, p *payload) bool {
 		n := min(len(dst), int(s.Len-p.off))
 		if n > 0 {
 			o := s.Offset + uint64(p.off)
-			if p.mr == nil {
+			if q.fillMR == nil {
 				// The rest of the SGE, checked and locked once.
 				mr, _, ok := q.dev.lookup(s.Key, q.pd, 0, o, uint64(s.Len-p.off))
 				if !ok {
 					return false
 				}
-				p.mr = mr
+				q.fillMR = mr
 			}
-			copy(dst[:n], p.mr.buf[o:o+uint64(n)])
+			copy(dst[:n], q.fillMR.buf[o:o+uint64(n)])
 		}
 		dst = dst[n:]
 		p.off += uint32(n)
 		if p.off == s.Len {
-			p.unlock()
+			q.fillUnlock()
 			p.i++
 			p.off = 0
 		}
@@ -236,12 +240,14 @@ func (q *QP) sendUntagged(op Opcode, inv uint32, p *payload) (bool, error) {
 func (q *QP) sendSegments(h *segHdr, p *payload) (bool, error) {
 	most := maxPayload(q.cfg.MaxFPDU, h.len())
 	left := p.total
-	defer p.unlock()
+	// fill unlocks a region when its SGE is used up, which the last FPDU
+	// does; the unlocks here are for the other ways out.
 	for first := true; first || left > 0; first = false {
 		if len(q.txbuf)-q.txn < q.cfg.MaxFPDU {
-			p.unlock() // txReserve writes to the network
+			q.fillUnlock() // txReserve writes to the network
 		}
 		if err := q.txReserve(); err != nil {
+			q.fillUnlock()
 			return true, err
 		}
 		n := min(left, most)
@@ -253,6 +259,7 @@ func (q *QP) sendSegments(h *segHdr, p *payload) (bool, error) {
 		q.txn += frameFPDU(b, l+n)
 		left -= n
 	}
+	q.fillUnlock()
 	return true, nil
 }
 

@@ -259,6 +259,16 @@ type QP struct {
 	msnOut   [numQN]uint32
 	conn     net.Conn
 	raw      syscall.RawConn // conn's, for tryWrite on a kernel socket
+	// fillMR is the region fill holds read-locked (fillUnlock).
+	fillMR *MR
+	// rawWrite is q.writeRaw, bound once (a closure per tryWrite would
+	// allocate); tw is what it writes and how that went.
+	rawWrite func(fd uintptr) bool
+	tw       struct {
+		b   []byte
+		n   int
+		err error
+	}
 
 	// Receive side: only the reading goroutine (input) touches these.
 	stage  []byte
