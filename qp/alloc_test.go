@@ -36,54 +36,42 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	}
 	// Post and poll over loopback TCP, end to end.
 	a, b := newPair(t, pairOpts{})
-	wr := []SendWR{{ID: 1, Op: WRWrite, Flags: Signaled, SGL: []SGE{{0, 64, a.mr.Key()}}, RemoteKey: b.mr.Key()}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	var wc [4]WC
-	if n := testing.AllocsPerRun(200, func() {
-		if _, err := a.qp.PostSend(wr); err != nil {
-			t.Fatal(err)
-		}
-		for a.scq.Poll(wc[:]) == 0 {
-		}
-	}); n != 0 {
+	// allocs is the allocations of posting wr and polling its completion
+	// (waiting on the CQ: AllocsPerRun runs at GOMAXPROCS 1, where a
+	// goroutine spinning on Poll starves the engines' goroutines).
+	allocs := func(runs int, wr []SendWR) float64 {
+		return testing.AllocsPerRun(runs, func() {
+			if _, err := a.qp.PostSend(wr); err != nil {
+				t.Fatal(err)
+			}
+			for a.scq.Poll(wc[:]) == 0 {
+				a.scq.Wait(ctx)
+			}
+		})
+	}
+	wr := []SendWR{{ID: 1, Op: WRWrite, Flags: Signaled, SGL: []SGE{{0, 64, a.mr.Key()}}, RemoteKey: b.mr.Key()}}
+	if n := allocs(200, wr); n != 0 {
 		t.Errorf("PostSend + Poll: %.1f allocations per Write", n)
 	}
 	// Posting as an OnInput handler does: the pump that never waits,
 	// non-blocking write(2)s on the kernel socket.
 	a.qp.inHandler.Store(true)
-	if n := testing.AllocsPerRun(200, func() {
-		if _, err := a.qp.PostSend(wr); err != nil {
-			t.Fatal(err)
-		}
-		for a.scq.Poll(wc[:]) == 0 {
-		}
-	}); n != 0 {
+	if n := allocs(200, wr); n != 0 {
 		t.Errorf("PostSend from a handler + Poll: %.1f allocations per Write", n)
 	}
 	a.qp.inHandler.Store(false)
 	// A Read: the request, the peer's engine answering it, the response
 	// placed.
 	rd := []SendWR{{ID: 2, Op: WRRead, Flags: Signaled, SGL: []SGE{{0, 64, a.mr.Key()}}, RemoteKey: b.mr.Key()}}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if n := testing.AllocsPerRun(200, func() {
-		if _, err := a.qp.PostSend(rd); err != nil {
-			t.Fatal(err)
-		}
-		for a.scq.Poll(wc[:]) == 0 {
-			a.scq.Wait(ctx) // spinning starves the engines' goroutines
-		}
-	}); n != 0 {
+	if n := allocs(200, rd); n != 0 {
 		t.Errorf("Read round trip: %.1f allocations", n)
 	}
 	// A 64 KiB Write: many FPDUs, several transmit-buffer flushes.
 	wr[0].SGL[0].Len = 64 << 10
-	if n := testing.AllocsPerRun(50, func() {
-		if _, err := a.qp.PostSend(wr); err != nil {
-			t.Fatal(err)
-		}
-		for a.scq.Poll(wc[:]) == 0 {
-		}
-	}); n != 0 {
+	if n := allocs(50, wr); n != 0 {
 		t.Errorf("PostSend + Poll: %.1f allocations per 64 KiB Write", n)
 	}
 }

@@ -42,11 +42,11 @@ func TestEncodeLargeMessages(t *testing.T) {
 		small bool // a 10-byte Write first, framed, not sealed
 		sgl   []SGE
 	}{
-		{"one SGE, a multiple of three FPDUs", false, []SGE{{0, uint32(6 * most), k}}},
+		{"one SGE, six full FPDUs", false, []SGE{{0, uint32(6 * most), k}}},
 		{"one SGE, odd offset and length", false, []SGE{{3, 64<<10 + 5, k}}},
 		{"after a small message", true, []SGE{{8, 20 << 10, k}}},
-		{"SGEs shorter than three FPDUs", false, []SGE{{1, uint32(2*most + 7), k}, {9000, uint32(most), k}, {20000, 30 << 10, k}, {100, 3, k}}},
-		{"exactly three FPDUs", false, []SGE{{5, uint32(3 * most), k}}},
+		{"SGEs of an FPDU or two and less", false, []SGE{{1, uint32(2*most + 7), k}, {9000, uint32(most), k}, {20000, 30 << 10, k}, {100, 3, k}}},
+		{"one SGE, three full FPDUs", false, []SGE{{5, uint32(3 * most), k}}},
 		{"a 192 KiB message across flushes", true, []SGE{{0, 192 << 10, k}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -202,7 +202,7 @@ func crcFPDUs(b []byte) {
 		// One FPDU at a time: a fold runs at twice crc32c3's rate.
 		for len(b) > 0 {
 			l := fpduLen(int(binary.BigEndian.Uint16(b)))
-			binary.LittleEndian.PutUint32(b[l-crcLen:], ^crcFold(^uint32(0), b[:l-crcLen]))
+			binary.LittleEndian.PutUint32(b[l-crcLen:], checksum(b[:l-crcLen]))
 			b = b[l:]
 		}
 		return
