@@ -250,3 +250,36 @@ func TestReportWithoutPingPong(t *testing.T) {
 		t.Errorf("output does not name exactly the file written:\n%s", out.String())
 	}
 }
+
+// TestReportQueuePairReferences: the report sets the queue-pair latency
+// targets beside what the kernel's own queue pair does in the same run,
+// and leaves out the references it has no figures for.
+func TestReportQueuePairReferences(t *testing.T) {
+	rtt := func(p50 float64) *rttQuantiles {
+		return &rttQuantiles{P50: p50, P90: p50, P99: p50, P999: p50, Max: p50}
+	}
+	r := &report{Medians: []result{
+		{Contender: "kernel", Workload: "pingpong", Size: 64, Count: 100, RTT: rtt(10)},
+		{Contender: "kernel", Workload: "qp", Size: 64, Count: 100, RTT: rtt(20)},
+		{Contender: "kernel", Workload: "qp-handler", Size: 64, Count: 100, RTT: rtt(16)},
+		{Contender: "ustack", Workload: "qp-handler", Size: 64, Count: 100, RTT: rtt(12)},
+	}}
+	var out strings.Builder
+	r.printTargets(&out)
+	got := out.String()
+	for _, want := range []string{
+		"references (no target; the kernel's own queue pair, same client, same run):\n",
+		fmt.Sprintf("  %-56s %6.2f\n", "kernel qp write_lat ÷ kernel TCP", 2.0),
+		fmt.Sprintf("  %-56s %6.2f\n", "kernel qp write_lat, handlers ÷ kernel TCP", 1.6),
+		fmt.Sprintf("  %-56s %6.2f\n", "ustack qp write_lat, handlers ÷ kernel's", 0.75),
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+	for _, absent := range []string{"ustack qp write_lat ÷", "ustack-ustack qp write_lat, handlers ÷"} {
+		if strings.Contains(got, absent) {
+			t.Errorf("report has %q without the figures for it:\n%s", absent, got)
+		}
+	}
+}

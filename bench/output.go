@@ -306,6 +306,31 @@ func (r *report) printTargets(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-56s %6.2f  %s\n", t.what, t.got, verdict)
 	}
+	// The queue-pair latency targets compare with a TCP ping-pong, but the
+	// client of a ustack server's queue pair is the kernel's queue pair:
+	// what the kernel's own queue pair achieves in the same run, with the
+	// same client, says how far those targets are within reach.
+	refs := []struct {
+		what string
+		got  float64
+	}{
+		{"kernel qp write_lat ÷ kernel TCP", qpP50("kernel", "qp") / p("kernel", p50)},
+		{"kernel qp write_lat, handlers ÷ kernel TCP", qpP50("kernel", "qp-handler") / p("kernel", p50)},
+		{"ustack qp write_lat ÷ kernel qp write_lat", qpP50("ustack", "qp") / qpP50("kernel", "qp")},
+		{"ustack qp write_lat, handlers ÷ kernel's", qpP50("ustack", "qp-handler") / qpP50("kernel", "qp-handler")},
+		{"ustack-ustack qp write_lat, handlers ÷ kernel's", qpP50("ustack-ustack", "qp-handler") / qpP50("kernel", "qp-handler")},
+	}
+	header := false
+	for _, x := range refs {
+		if math.IsNaN(x.got) || math.IsInf(x.got, 0) {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\nreferences (no target; the kernel's own queue pair, same client, same run):")
+			header = true
+		}
+		fmt.Fprintf(w, "  %-56s %6.2f\n", x.what, x.got)
+	}
 }
 
 // hasPingPong64 reports whether some contender has a 64-byte ping-pong
