@@ -3,6 +3,7 @@ package stack
 import (
 	"errors"
 	"fmt"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"log"
 	"net/netip"
 	"time"
@@ -187,6 +188,9 @@ type Config struct {
 	// Logf receives notices such as a fallback to generic XDP (default
 	// log.Printf). It must be safe for concurrent use.
 	Logf func(format string, args ...any)
+
+	// clock, when set, is netstack's clock instead of the system's (tests).
+	clock tcpip.Clock
 }
 
 func (c *Config) setDefaults() {

@@ -83,6 +83,7 @@ func newStack(cfg Config, ios []frameIO, link linkInfo, owner portOwner) (*Stack
 			arp.NewProtocol,
 		},
 		TransportProtocols: []gstack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4, icmp.NewProtocol6},
+		Clock:              cfg.clock,
 	})
 	s := &Stack{cfg: cfg, ns: ns, ep: ep, addrs: cfg.Addrs}
 	if q, ok := ns.TransportProtocolInstance(tcp.ProtocolNumber).(segmentQueuer); ok && !cfg.NoEarlyDemux {

@@ -240,7 +240,7 @@ func (s *sender) schedulePTO() {
 		s.resendTimer.disable()
 	}
 
-	s.probeTimer.enable(pto)
+	s.probeTimer.enableAt(now, pto)
 }
 
 // probeTimerExpired is the same as TLP_send_probe() as defined in

@@ -2041,7 +2041,7 @@ func (s *sender) sendSegment(seg *segment) tcpip.Error {
 	seg.xmitCount++
 	seg.lost = false
 
-	err := s.sendSegmentFromPacketBuffer(seg.pkt, seg.flags, seg.sequenceNumber)
+	err := s.sendSegmentFromPacketBufferAt(now, seg.pkt, seg.flags, seg.sequenceNumber)
 
 	// Every time a packet containing data is sent (including a
 	// retransmission), if SACK is enabled and we are retransmitting data
@@ -2064,7 +2064,14 @@ func (s *sender) sendSegment(seg *segment) tcpip.Error {
 // flags and sequence number.
 // +checklocks:s.ep.mu
 func (s *sender) sendSegmentFromPacketBuffer(pkt *stack.PacketBuffer, flags header.TCPFlags, seq seqnum.Value) tcpip.Error {
-	s.LastSendTime = s.ep.stack.Clock().NowMonotonic()
+	return s.sendSegmentFromPacketBufferAt(s.ep.stack.Clock().NowMonotonic(), pkt, flags, seq)
+}
+
+// sendSegmentFromPacketBufferAt is sendSegmentFromPacketBuffer for a caller
+// that has just read the clock: now (ustack).
+// +checklocks:s.ep.mu
+func (s *sender) sendSegmentFromPacketBufferAt(now tcpip.MonotonicTime, pkt *stack.PacketBuffer, flags header.TCPFlags, seq seqnum.Value) tcpip.Error {
+	s.LastSendTime = now
 	if seq == s.RTTMeasureSeqNum {
 		s.RTTMeasureTime = s.LastSendTime
 	}

@@ -152,7 +152,12 @@ func (t *timer) enabled() bool {
 
 // enable enables the timer, programming the runtime timer if necessary.
 func (t *timer) enable(d time.Duration) {
-	t.target = t.clock.NowMonotonic().Add(d)
+	t.enableAt(t.clock.NowMonotonic(), d)
+}
+
+// enableAt is enable for a caller that has just read the clock: now (ustack).
+func (t *timer) enableAt(now tcpip.MonotonicTime, d time.Duration) {
+	t.target = now.Add(d)
 
 	// Check if we need to set the runtime timer.
 	if t.state == timerStateDisabled || t.target.Before(t.clockTarget) {
