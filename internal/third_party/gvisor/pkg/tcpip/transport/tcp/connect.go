@@ -1298,6 +1298,9 @@ func (e *Endpoint) handleSegmentsLocked() tcpip.Error {
 	sndUna := e.snd.SndUna
 	// ustack: a batch that fills a hole is acknowledged at once.
 	hadHole := e.rcv.pendingRcvdSegments.Len() > 0
+	// ustack: the last segment's ingress time, which the delayed ACK's
+	// timer runs from (the clock is not read again for it).
+	var lastRcvd tcpip.MonotonicTime
 	for i := 0; i < maxSegmentsPerWake; i++ {
 		if state := e.EndpointState(); state.closed() || state == StateTimeWait || state == StateError {
 			e.snd.cancelAckBatch()
@@ -1310,6 +1313,7 @@ func (e *Endpoint) handleSegmentsLocked() tcpip.Error {
 		// ustack: an ACK with more queued behind it leaves loss
 		// detection and sending to the last (sender.ackBatch).
 		e.snd.ackBatch = i < maxSegmentsPerWake-1 && !e.segmentQueue.empty()
+		lastRcvd = s.rcvdTime
 		cont, err := e.handleSegmentLocked(s)
 		s.DecRef()
 		if err != nil || !cont {
@@ -1340,7 +1344,11 @@ func (e *Endpoint) handleSegmentsLocked() tcpip.Error {
 		if hadHole || e.ackNowLocked() {
 			e.snd.sendAck()
 		} else if !e.snd.delackTimer.enabled() {
-			e.snd.delackTimer.enable(e.snd.delayedAck)
+			if lastRcvd == (tcpip.MonotonicTime{}) {
+				e.snd.delackTimer.enable(e.snd.delayedAck)
+			} else {
+				e.snd.delackTimer.enableAt(lastRcvd, e.snd.delayedAck)
+			}
 		}
 	}
 

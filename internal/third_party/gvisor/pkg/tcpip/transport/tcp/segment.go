@@ -146,7 +146,7 @@ func newIncomingSegment(id stack.TransportEndpointID, clock tcpip.Clock, pkt *st
 func newOutgoingSegment(id stack.TransportEndpointID, clock tcpip.Clock, buf buffer.Buffer, mark uint32) *segment {
 	s := newSegment()
 	s.id = id
-	s.rcvdTime = clock.NowMonotonic()
+	// ustack: rcvdTime is read of received segments only.
 	s.pkt = stack.NewPacketBuffer(stack.PacketBufferOptions{
 		Payload: buf,
 		Mark:    mark,
