@@ -3,12 +3,12 @@ package stack
 import (
 	"errors"
 	"fmt"
-	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"log"
 	"net/netip"
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/limits"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 )
 
 // ErrConfig reports an invalid Config.
