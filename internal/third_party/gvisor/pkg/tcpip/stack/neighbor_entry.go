@@ -16,6 +16,7 @@ package stack
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
@@ -124,6 +125,12 @@ type neighborEntry struct {
 	nudState *NUDState
 
 	mu neighborEntryMu
+
+	// confirmed is set by an upper-level confirmation of a Reachable entry
+	// and taken by the Reachable timer when it fires, which then keeps the
+	// entry Reachable for another ReachableTime instead of moving it to
+	// Stale (ustack; Linux's neigh->confirmed, read when its timer fires).
+	confirmed atomic.Bool `state:"nosave"`
 }
 
 // newNeighborEntry creates a neighbor cache entry starting at the default
@@ -276,6 +283,7 @@ func (e *neighborEntry) setStateLocked(next NeighborState) {
 	case Reachable:
 		// Protected by e.mu.
 		done := false
+		e.confirmed.Store(false)
 
 		e.mu.timer = timer{
 			done: &done,
@@ -285,6 +293,11 @@ func (e *neighborEntry) setStateLocked(next NeighborState) {
 
 				if done {
 					// The timer was stopped because the entry changed state.
+					return
+				}
+				if e.confirmed.Swap(false) {
+					// ustack: confirmed since the timer was armed.
+					e.mu.timer.timer.Reset(e.nudState.ReachableTime())
 					return
 				}
 
@@ -609,13 +622,14 @@ func (e *neighborEntry) handleUpperLevelConfirmation() {
 		case Stale, Delay, Probe:
 			return true
 		case Reachable:
-			// Avoid setStateLocked; Timer.Reset is cheaper.
-			//
-			// Note that setting the timer does not need to be protected by the
-			// entry's write lock since we do not modify the timer pointer, but the
-			// time the timer should fire. The timer should have internal locks to
-			// synchronize timer resets changes with the clock.
-			e.mu.timer.timer.Reset(e.nudState.ReachableTime())
+			// ustack: noted, for the Reachable timer to read when it
+			// fires, instead of a clock read and a timer reset on every
+			// ACK that moves SND.UNA. The entry stays Reachable for
+			// between one and two ReachableTimes after the last
+			// confirmation, where upstream kept it exactly one.
+			if !e.confirmed.Load() {
+				e.confirmed.Store(true)
+			}
 			return false
 		case Unknown, Incomplete, Unreachable, Static:
 			// Do nothing
