@@ -1,10 +1,8 @@
 package stack
 
 import (
-	"context"
 	"io"
 	"math"
-	"net/netip"
 	"runtime"
 	"strconv"
 	"strings"
@@ -36,6 +34,23 @@ func (c *countingClock) NowMonotonic() tcpip.MonotonicTime {
 	return c.Clock.NowMonotonic()
 }
 
+// echoRound connects A to an echo on B (dialPair) and returns a 64-byte
+// round trip over the connection; it fails the test on an error.
+func echoRound(t *testing.T, mp *memPair) func() {
+	client, server := dialPair(t, mp, 7)
+	go io.Copy(server, server)
+	client.SetDeadline(time.Now().Add(30 * time.Second))
+	msg, buf := make([]byte, 64), make([]byte, 64)
+	return func() {
+		if _, err := client.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(client, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // clockReadsPerRoundTrip runs a 64-byte echo between two stacks on the
 // memory wire, both on a counting clock, and returns how many times
 // netstack read it per round trip (both ends together): in all, and in
@@ -43,30 +58,7 @@ func (c *countingClock) NowMonotonic() tcpip.MonotonicTime {
 func clockReadsPerRoundTrip(t *testing.T) (all, stackPkg float64) {
 	clk := &countingClock{Clock: tcpip.NewStdClock()}
 	withClock := func(c *Config) { c.clock = clk }
-	mp := newMemPairCfg(t, Spin, withClock, withClock)
-	ln, err := mp.b.Listen("tcp4", ":7")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	echo(t, ln)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := mp.a.DialContext(ctx, "tcp4", netip.AddrPortFrom(memB4.Addr(), 7).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	msg, buf := make([]byte, 64), make([]byte, 64)
-	round := func() {
-		if _, err := c.Write(msg); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(c, buf); err != nil {
-			t.Fatal(err)
-		}
-	}
+	round := echoRound(t, newMemPairCfg(t, Spin, withClock, withClock))
 	for i := 0; i < 100; i++ { // past slow start and the first RTT samples
 		round()
 	}
@@ -165,29 +157,7 @@ func TestMemNeighborStaysReachableWhileConfirmed(t *testing.T) {
 		t.Fatal("no neighbor entry for the peer")
 		return gstack.NeighborEntry{}
 	}
-	ln, err := mp.b.Listen("tcp4", ":7")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	echo(t, ln)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := mp.a.DialContext(ctx, "tcp4", netip.AddrPortFrom(memB4.Addr(), 7).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	msg, buf := make([]byte, 64), make([]byte, 64)
-	round := func() {
-		if _, err := c.Write(msg); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(c, buf); err != nil {
-			t.Fatal(err)
-		}
-	}
+	round := echoRound(t, mp)
 	round()
 	first := neighbor()
 	if first.State != gstack.Reachable {
