@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +30,11 @@ type options struct {
 	contenders []string
 	workloads  map[string]bool // nil: every contender's own
 	kernelGRO  bool
-	log        func(format string, args ...any)
+	// split places every server on the last CPU and every client on
+	// the others, as on two machines (nil without -split: the scheduler
+	// places them, and a client may share a vCPU with its server).
+	split *placement
+	log   func(format string, args ...any)
 }
 
 func main() {
@@ -69,6 +74,7 @@ func parseFlags(args []string) (options, error) {
 	out := fs.String("out", "results", "`directory` for results.json and the plots")
 	kernelGRO := fs.Bool("kernel-gro", false, "turn GRO on at the client's (kernel) veth end, as behind a NIC: the kernel then coalesces what ustack sends")
 	contenders := fs.String("contenders", strings.Join(allContenderNames(), ","), "comma-separated `contenders` to run (kernel always runs, as the reference)")
+	split := fs.Bool("split", false, "pin every server to the last CPU and every client to the others, as on two machines (by default the scheduler places them, and a client and its server may share a vCPU)")
 	workloads := fs.String("workloads", "", "comma-separated `workloads` to run (pingpong, qp, rate, bulk, bulk-s2c, conns; default all of each contender's)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -93,6 +99,13 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.warmup < 0 || o.conns < 1 || o.conns > 10000 || o.pipeline < 1 || o.pipeline > 1024 || o.runs < 1 || o.runs > 100 {
 		return o, fmt.Errorf("-warmup ≥ 0, -conns 1..10000, -pipeline 1..1024, -runs 1..100")
+	}
+	if *split {
+		pl, err := splitPlacement(runtime.NumCPU())
+		if err != nil {
+			return o, fmt.Errorf("-split: %w", err)
+		}
+		o.split = &pl
 	}
 	known := map[string]bool{}
 	for _, c := range allContenders {

@@ -82,7 +82,11 @@ func (r *report) contenders() []string {
 func (r *report) printTables(w io.Writer) {
 	m := r.Machine
 	fmt.Fprintf(w, "\nmachine: %d vCPUs (%s), Linux %s, %s, XDP %s, AF_XDP %s\n", m.CPUs, m.CPUModel, m.Kernel, m.Link, m.XDPMode, m.SocketMod)
-	fmt.Fprintf(w, "processes: servers in one namespace, clients in the other; every process runs with Go's default GOMAXPROCS (%d) except ustack-1p's (1)\n", m.CPUs)
+	if m.Placement == "" {
+		fmt.Fprintf(w, "processes: servers in one namespace, clients in the other, placed by the scheduler; every process runs with Go's default GOMAXPROCS (%d) except ustack-1p's (1)\n", m.CPUs)
+	} else {
+		fmt.Fprintf(w, "processes: servers in one namespace, clients in the other; pinned (-split): %s; Go's default GOMAXPROCS follows each process's CPUs (ustack-1p's is 1)\n", m.Placement)
+	}
 	names := r.contenders()
 	var sizes []int
 	for _, x := range r.Medians {

@@ -197,6 +197,9 @@ type machine struct {
 	// XDPMode lists the attach modes the contenders reported.
 	XDPMode   string `json:"xdp_mode"`
 	SocketMod string `json:"af_xdp_mode"`
+	// Placement is -split's pinning, "" where the scheduler placed the
+	// processes.
+	Placement string `json:"placement,omitempty"`
 }
 
 func describeMachine() machine {
@@ -243,13 +246,17 @@ func run(ctx context.Context, o options) (*report, error) {
 	}
 	rep := &report{Machine: describeMachine(), Started: time.Now().UTC().Format(time.RFC3339),
 		Options: map[string]any{"quick": o.quick, "duration": o.duration.String(), "warmup": o.warmup, "sizes": o.sizes,
-			"conns": o.conns, "pipeline": o.pipeline, "runs": o.runs, "contenders": o.contenders}}
+			"conns": o.conns, "pipeline": o.pipeline, "runs": o.runs, "contenders": o.contenders, "split": o.split != nil}}
 	if o.kernelGRO {
 		rep.Machine.Link += ", GRO on at the client's end"
 	}
+	rep.Machine.Placement = o.split.String()
 	o.log("ustack echo benchmark: %d CPUs (%s), Linux %s, %s\n", rep.Machine.CPUs, rep.Machine.CPUModel, rep.Machine.Kernel, rep.Machine.Link)
 	o.log("topology: %s (client, %v) ⟷ veth ⟷ %s (kernel server %v, ustack %v)\n\n", pair.Kernel.Namespace, pair.Kernel.IPv4,
 		pair.Ustack.Namespace, pair.Ustack.IPv4, vethtest.UstackIPv4)
+	if o.split != nil {
+		o.log("placement (-split): %s\n\n", o.split)
+	}
 
 	var plan []contender
 	for _, name := range o.contenders {
@@ -278,7 +285,7 @@ func run(ctx context.Context, o options) (*report, error) {
 					rep.Failures = append(rep.Failures, fmt.Sprintf("%s: tx checksum off: %v", c.Name, err))
 				}
 			}
-			srv, err := startServerChild(exe, pair, c)
+			srv, err := startServerChild(exe, pair, o.split, c)
 			if err != nil {
 				rep.Failures = append(rep.Failures, fmt.Sprintf("%s: server: %v", c.Name, err))
 				o.log("%-16s server failed: %v\n", c.Name, err)
@@ -388,7 +395,7 @@ type child struct {
 	xdpMode string
 }
 
-func spawn(exe string, h *vethtest.Host, env []string, role string, args ...string) (*child, error) {
+func spawn(exe string, h *vethtest.Host, pl *placement, env []string, role string, args ...string) (*child, error) {
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(append(os.Environ(), roleEnv+"="+role), env...)
 	in, err := cmd.StdinPipe()
@@ -401,8 +408,13 @@ func spawn(exe string, h *vethtest.Host, env []string, role string, args ...stri
 	}
 	ch := &child{cmd: cmd, stdin: in, stdout: bufio.NewReader(out), stderr: new(bytes.Buffer), done: make(chan error, 1)}
 	cmd.Stderr = ch.stderr
-	// Forked from a thread inside the namespace, the child lives there.
-	if err := h.Do(cmd.Start); err != nil {
+	// Forked from a thread inside the namespace, the child lives there
+	// (and on the thread's CPUs).
+	start := cmd.Start
+	if cpus := pl.cpusOf(role); cpus != nil {
+		start = func() error { return startOn(cmd, cpus) }
+	}
+	if err := h.Do(start); err != nil {
 		return nil, fmt.Errorf("start %s: %w", role, err)
 	}
 	return ch, nil
@@ -448,8 +460,8 @@ func (c *child) stop() error {
 	}
 }
 
-func startServerChild(exe string, pair *vethtest.Pair, c contender) (*child, error) {
-	ch, err := spawn(exe, pair.Ustack, procsEnv(c, c.Server), "serve", "-contender", c.Server, "-iface", pair.Ustack.Link, "-poll", c.Poll, "-port", strconv.Itoa(benchPort),
+func startServerChild(exe string, pair *vethtest.Pair, pl *placement, c contender) (*child, error) {
+	ch, err := spawn(exe, pair.Ustack, pl, procsEnv(c, c.Server), "serve", "-contender", c.Server, "-iface", pair.Ustack.Link, "-poll", c.Poll, "-port", strconv.Itoa(benchPort),
 		"-upstream="+strconv.FormatBool(c.Upstream), "-offload", c.Offload, "-delay", c.Delay.String())
 	if err != nil {
 		return nil, err
@@ -495,7 +507,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 	args := []string{"-dial", c.Client, "-iface", pair.Kernel.Link, "-addr", addr, "-bulk-addr", bulkAddr, "-source-addr", sourceAddr, "-qp-addr", qpAddr, "-proto", c.Proto, "-workload", m.Workload,
 		"-size", strconv.Itoa(m.Size), "-conns", strconv.Itoa(o.conns), "-held", strconv.Itoa(o.held), "-pipeline", strconv.Itoa(o.pipeline),
 		"-duration", o.duration.String(), "-warmup", strconv.Itoa(o.warmup)}
-	cl, err := spawn(exe, pair.Kernel, procsEnv(c, c.Client), "client", args...)
+	cl, err := spawn(exe, pair.Kernel, o.split, procsEnv(c, c.Client), "client", args...)
 	if err != nil {
 		m.Error = err.Error()
 		return m
