@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -131,6 +132,9 @@ func TestPrivilegedQuickRun(t *testing.T) {
 		if r.Contender == "ustack-ustack" && r.ClientXDP != "native" {
 			t.Errorf("%s: ustack client reported XDP mode %q, want native on veth", key, r.ClientXDP)
 		}
+		if own := cpusAllowed(os.Getpid()); r.ServerCPUs != own || r.ClientCPUs != own {
+			t.Errorf("%s: unpinned run, server on CPUs %q and client on %q, want this process's %q", key, r.ServerCPUs, r.ClientCPUs, own)
+		}
 		switch r.Workload {
 		case "pingpong":
 			q := r.RTT
@@ -227,6 +231,52 @@ func checkBreakdown(t *testing.T, key string, r result) {
 // TestReportWithoutPingPong: a run of queue-pair workloads only (bench
 // -workloads qp-handler) writes its results and tables; it has no
 // ping-pong to plot and so writes no plots, rather than failing on them.
+// TestPrivilegedSplitRun: with -split every server runs on the last CPU
+// and every client on the others, and the report says so.
+func TestPrivilegedSplitRun(t *testing.T) {
+	vethtest.Privileged(t)
+	own, err := ownCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(own) < 2 {
+		t.Skipf("-split needs 2 CPUs, this process may use %v", own)
+	}
+	o, err := parseFlags([]string{"-quick", "-split", "-contenders", "ustack", "-workloads", "pingpong,qp-handler", "-out", t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.log = func(string, ...any) {}
+	rep, err := run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Failures) > 0 {
+		t.Errorf("failures: %v", rep.Failures)
+	}
+	server, client := strconv.Itoa(own[len(own)-1]), cpuList(own[:len(own)-1])
+	if len(own) > 2 && own[len(own)-2]-own[0] == len(own)-2 {
+		client = fmt.Sprintf("%d-%d", own[0], own[len(own)-2]) // /proc's range form
+	}
+	if len(rep.Results) != 4 {
+		t.Errorf("%d results, want kernel and ustack, ping-pong and qp-handler", len(rep.Results))
+	}
+	for _, r := range rep.Results {
+		key := r.Contender + "/" + r.Workload
+		if r.Error != "" || r.RTT == nil || r.RTT.P50 <= 0 {
+			t.Errorf("%s: error %q, RTT %+v", key, r.Error, r.RTT)
+		}
+		if r.ServerCPUs != server || r.ClientCPUs != client {
+			t.Errorf("%s: server on CPUs %q, client on %q; want %q and %q", key, r.ServerCPUs, r.ClientCPUs, server, client)
+		}
+	}
+	var out strings.Builder
+	rep.printTables(&out)
+	if want := "pinned (-split): servers on CPU " + cpuList(own[len(own)-1:]); !strings.Contains(out.String(), want) {
+		t.Errorf("report does not say %q:\n%s", want, out.String())
+	}
+}
+
 func TestReportWithoutPingPong(t *testing.T) {
 	q := &rttQuantiles{P50: 30, P90: 40, P99: 60, P999: 80, Max: 100}
 	r := &report{Medians: []result{

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,7 +100,11 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-warmup ≥ 0, -conns 1..10000, -pipeline 1..1024, -runs 1..100")
 	}
 	if *split {
-		pl, err := splitPlacement(runtime.NumCPU())
+		cpus, err := ownCPUs()
+		if err != nil {
+			return o, fmt.Errorf("-split: %w", err)
+		}
+		pl, err := splitPlacement(cpus)
 		if err != nil {
 			return o, fmt.Errorf("-split: %w", err)
 		}

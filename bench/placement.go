@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -23,17 +24,29 @@ type placement struct {
 	server, client []int
 }
 
-// splitPlacement puts servers on the last of n CPUs and clients on the
+// splitPlacement puts servers on the last of cpus and clients on the
 // rest.
-func splitPlacement(n int) (placement, error) {
-	if n < 2 {
-		return placement{}, fmt.Errorf("needs at least 2 CPUs, this process may use %d", n)
+func splitPlacement(cpus []int) (placement, error) {
+	if len(cpus) < 2 {
+		return placement{}, fmt.Errorf("needs at least 2 CPUs, this process may use %d", len(cpus))
 	}
-	p := placement{server: []int{n - 1}}
-	for i := range n - 1 {
-		p.client = append(p.client, i)
+	n := len(cpus)
+	return placement{server: cpus[n-1:], client: cpus[:n-1]}, nil
+}
+
+// ownCPUs lists the CPUs this process may run on, in order.
+func ownCPUs() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("CPU affinity: %w", err)
 	}
-	return p, nil
+	var cpus []int
+	for c := 0; c < len(set)*64 && len(cpus) < set.Count(); c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
 }
 
 // cpusOf returns the CPUs for a child of role ("serve" or "client"), nil
@@ -81,4 +94,19 @@ func startOn(cmd *exec.Cmd, cpus []int) error {
 		return fmt.Errorf("pin to CPU %s: %w", cpuList(cpus), err)
 	}
 	return cmd.Start()
+}
+
+// cpusAllowed returns the CPU list a process may run on, as
+// /proc/<pid>/status gives it ("0-1"), or "" if it cannot be read.
+func cpusAllowed(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }

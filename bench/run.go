@@ -142,6 +142,10 @@ type result struct {
 	// client's XDP programs attached in, as they reported them.
 	ServerXDP string `json:"server_xdp_mode,omitempty"`
 	ClientXDP string `json:"client_xdp_mode,omitempty"`
+	// ServerCPUs and ClientCPUs are the CPUs the two processes were
+	// allowed when the measured part began (-split pins them).
+	ServerCPUs string `json:"server_cpus,omitempty"`
+	ClientCPUs string `json:"client_cpus,omitempty"`
 	// Breakdown is the ustack server's latency breakdown over the measured
 	// window (µs from the request leaving the RX ring to each stage).
 	Breakdown []stageTime `json:"breakdown,omitempty"`
@@ -527,6 +531,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			fmt.Fprintln(cl.stdin, "release")
 		case line == "START":
 			s0, c0, rss0 = cpuSeconds(srv.cmd.Process.Pid), cpuSeconds(cl.cmd.Process.Pid), rssBytes(srv.cmd.Process.Pid)
+			m.ServerCPUs, m.ClientCPUs = cpusAllowed(srv.cmd.Process.Pid), cpusAllowed(cl.cmd.Process.Pid)
 			fmt.Fprintln(srv.stdin, "reset")
 		case line == "END":
 			m.ServerCPU = cpuSeconds(srv.cmd.Process.Pid) - s0
