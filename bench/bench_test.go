@@ -228,9 +228,6 @@ func checkBreakdown(t *testing.T, key string, r result) {
 	}
 }
 
-// TestReportWithoutPingPong: a run of queue-pair workloads only (bench
-// -workloads qp-handler) writes its results and tables; it has no
-// ping-pong to plot and so writes no plots, rather than failing on them.
 // TestPrivilegedSplitRun: with -split every server runs on the last CPU
 // and every client on the others, and the report says so.
 func TestPrivilegedSplitRun(t *testing.T) {
@@ -277,6 +274,9 @@ func TestPrivilegedSplitRun(t *testing.T) {
 	}
 }
 
+// TestReportWithoutPingPong: a run of queue-pair workloads only (bench
+// -workloads qp-handler) writes its results and tables; it has no
+// ping-pong to plot and so writes no plots, rather than failing on them.
 func TestReportWithoutPingPong(t *testing.T) {
 	q := &rttQuantiles{P50: 30, P90: 40, P99: 60, P999: 80, Max: 100}
 	r := &report{Medians: []result{
