@@ -45,7 +45,9 @@ type Stack struct {
 	ns    *gstack.Stack
 	ep    *endpoint
 	ports *portTable
-	addrs []netip.Prefix
+	// streams are the open connections Handlers serve.
+	streams streamSet
+	addrs   []netip.Prefix
 
 	closeMu  sync.Mutex
 	closed   bool
@@ -160,6 +162,7 @@ func (s *Stack) Close() error {
 	s.ns.RemoveNIC(nicID)
 	s.ns.Wait()
 	s.ep.stopWorkers()
+	s.streams.closeAll()
 	s.ports.close()
 	var errs []error
 	if s.ep.capture != nil {

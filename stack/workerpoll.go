@@ -30,8 +30,12 @@ const maxPollReads = 4
 
 var errPolled = errors.New("connection is read by the worker (PollOnWorker)")
 
-// pollState is a worker-read connection's.
+// pollState is a worker-read connection's place on the ready list (or a
+// handler listener's, or a handler's stream's: run says what the worker
+// does with it).
 type pollState struct {
+	ready    *readyList
+	run      func() // the worker's turn; it clears queued first
 	c        *tcpConn
 	w        pollWriter
 	consumed func() (woke bool)
@@ -40,6 +44,16 @@ type pollState struct {
 	queued   atomic.Bool // on the ready list
 	ended    atomic.Bool // done called (or on its way)
 }
+
+// init sets p up to be pushed to ready, and run there, on the events of
+// mask (p.entry, for the caller to register).
+func (p *pollState) init(ready *readyList, run func(), mask waiter.EventMask) {
+	p.ready, p.run = ready, run
+	p.entry.Init(p, mask)
+}
+
+// push queues p for a worker.
+func (p *pollState) push() { p.ready.push(p) }
 
 // pollWriter hands netstack's buffers to the consumer as they are read:
 // no copy in between.
@@ -53,7 +67,7 @@ func (w *pollWriter) Write(b []byte) (int, error) {
 
 // NotifyEvent implements waiter.EventListener: the connection became
 // readable (or hung up, or failed).
-func (p *pollState) NotifyEvent(waiter.EventMask) { p.c.s.ep.ready.push(p) }
+func (p *pollState) NotifyEvent(waiter.EventMask) { p.ready.push(p) }
 
 // readyList is the endpoint's worker-read connections with something to
 // read.
@@ -85,7 +99,7 @@ func (r *readyList) drain() {
 	r.n.Store(0)
 	r.mu.Unlock()
 	for i, p := range list {
-		p.c.pollRead(p)
+		p.run()
 		list[i] = nil
 	}
 	r.mu.Lock()
@@ -144,7 +158,7 @@ func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func() (woke boo
 		return c.opError("read", errPolled)
 	}
 	p := &pollState{c: c, w: pollWriter{consume: consume}, consumed: consumed, done: done}
-	p.entry.Init(p, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
+	p.init(&c.s.ep.ready, func() { c.pollRead(p) }, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
 	c.poll.Store(p)
 	c.wq.EventRegister(&p.entry)
 	// Whatever arrived before the registration fired no event.

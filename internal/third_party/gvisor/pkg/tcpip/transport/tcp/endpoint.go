@@ -1556,6 +1556,62 @@ func (e *Endpoint) ReadCount(dst io.Writer, opts tcpip.ReadOptions) (int, tcpip.
 	return done, nil
 }
 
+// ReadFunc reads everything queued for the application and hands it to
+// fn, in order, with the endpoint unlocked: fn may write to the endpoint
+// (a reply, on the goroutine that processed the request). The bytes are
+// valid only during the call; one ReadFunc may call fn several times. The
+// segments are taken off the receive queue under the lock, and the
+// receive buffer and window accounted for as if they had been read, before
+// fn runs. It returns how many bytes fn was given; with nothing queued,
+// the error Read would return (ErrWouldBlock, ErrClosedForReceive, ...).
+func (e *Endpoint) ReadFunc(fn func([]byte)) (int, tcpip.Error) {
+	e.LockUser()
+	if err := e.checkReadLocked(); err != nil {
+		if _, ok := err.(*tcpip.ErrClosedForReceive); ok {
+			e.stats.ReadErrors.ReadClosed.Increment()
+		}
+		e.UnlockUser()
+		return 0, err
+	}
+	var taken segmentList
+	done, memDelta := 0, 0
+	for s := e.rcvQueue.Front(); s != nil; s = e.rcvQueue.Front() {
+		e.rcvQueue.Remove(s)
+		done += s.payloadSize()
+		memDelta += s.segMemSize()
+		taken.PushBack(s)
+	}
+	e.rcvQueueMu.Lock()
+	e.RcvBufUsed -= done
+	sendNonZeroWindowUpdate := false
+	if memDelta > 0 {
+		if crossed, above := e.windowCrossedACKThresholdLocked(memDelta, int(e.ops.GetReceiveBufferSize())); crossed && above {
+			sendNonZeroWindowUpdate = true
+		}
+	}
+	e.rcvQueueMu.Unlock()
+	if e.EndpointState().connected() && sendNonZeroWindowUpdate {
+		e.rcv.nonZeroWindow()
+	}
+	e.UnlockUser()
+	w := funcWriter{fn}
+	for s := taken.Front(); s != nil; s = taken.Front() {
+		taken.Remove(s)
+		s.ReadTo(w, true)
+		s.DecRef()
+	}
+	return done, nil
+}
+
+// funcWriter is an io.Writer that hands each buffer to a function.
+type funcWriter struct{ fn func([]byte) }
+
+// Write implements io.Writer.
+func (w funcWriter) Write(b []byte) (int, error) {
+	w.fn(b)
+	return len(b), nil
+}
+
 // checkRead checks that endpoint is in a readable state.
 //
 // +checklocks:e.mu
