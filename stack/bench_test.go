@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,19 @@ func BenchmarkMemPingPong(b *testing.B) {
 			benchMemPingPong(b, newMemPair(b, policy))
 		})
 	}
+	// Spin, the server a Handler on the worker; and the same two with
+	// the server's latency breakdown (request frame off the RX ring to
+	// the reply's on the TX ring, rx→txring-µs).
+	b.Run("spin-handler", func(b *testing.B) {
+		benchMemPingPong(b, newMemPair(b, Spin))
+	})
+	trace := func(c *Config) { c.Trace = true }
+	b.Run("spin-trace", func(b *testing.B) {
+		benchMemPingPong(b, newMemPairWith(b, Spin, trace))
+	})
+	b.Run("spin-trace-handler", func(b *testing.B) {
+		benchMemPingPong(b, newMemPairWith(b, Spin, trace))
+	})
 	// Spin with netstack's whole receive path for every segment.
 	b.Run("spin-no-early-demux", func(b *testing.B) {
 		benchMemPingPong(b, newMemPairWith(b, Spin, func(c *Config) { c.NoEarlyDemux = true }))
@@ -28,12 +42,20 @@ func BenchmarkMemPingPong(b *testing.B) {
 }
 
 func benchMemPingPong(b *testing.B, mp *memPair) {
-	ln, err := mp.b.Listen("tcp4", ":7")
-	if err != nil {
-		b.Fatal(err)
+	if strings.HasSuffix(b.Name(), "-handler") {
+		ln, err := mp.b.ListenHandler("tcp4", ":7", &echoHandler{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ln.Close()
+	} else {
+		ln, err := mp.b.Listen("tcp4", ":7")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ln.Close()
+		echo(b, ln)
 	}
-	defer ln.Close()
-	echo(b, ln)
 	c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), 7).String())
 	if err != nil {
 		b.Fatal(err)
@@ -42,6 +64,11 @@ func benchMemPingPong(b *testing.B, mp *memPair) {
 	c.SetDeadline(time.Now().Add(5 * time.Minute))
 	msg := make([]byte, 64)
 	buf := make([]byte, 64)
+	for i := 0; i < 100; i++ {
+		c.Write(msg)
+		io.ReadFull(c, buf)
+	}
+	mp.b.ResetTrace()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -51,6 +78,13 @@ func benchMemPingPong(b *testing.B, mp *memPair) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/rtt")
+	if ts := mp.b.Stats().Trace; ts != nil {
+		for _, st := range ts.Stages {
+			if st.Stage == StageTxRing && st.Count > 0 {
+				b.ReportMetric(float64(st.P50.Nanoseconds())/1e3, "rx→txring-µs")
+			}
+		}
+	}
 }
 
 // nopDispatcher consumes delivered packets, so the benchmark below measures

@@ -306,12 +306,7 @@ func (s *Stream) serve() {
 			s.poll.push()
 			break
 		}
-		n, err := s.ep.ReadFunc(s.onData)
-		if n > 0 {
-			if t := s.st.ep.trace; t != nil {
-				t.read()
-			}
-		}
+		_, err := s.ep.ReadFunc(s.onData)
 		if err == nil {
 			continue
 		}
@@ -407,9 +402,13 @@ func (st *Stack) newStream(ep *tcp.Endpoint, wq *waiter.Queue, keys []portKey, h
 		s.peer = tcpAddr(a)
 	}
 	s.onData = func(b []byte) {
-		if !s.closing && !s.closed {
-			s.h.OnTraffic(s, b)
+		if s.closing || s.closed {
+			return
 		}
+		if t := st.ep.trace; t != nil {
+			t.read()
+		}
+		s.h.OnTraffic(s, b)
 	}
 	s.poll.init(&st.ep.ready, s.serve, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
 	s.wentry.Init(&s.poll, waiter.WritableEvents)

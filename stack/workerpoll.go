@@ -219,3 +219,33 @@ func (c *tcpConn) endPoll(err error) {
 	c.wq.EventUnregister(&p.entry)
 	go p.done(err)
 }
+
+// WorkerPoller is implemented by the net.Conn values ustack's TCP hands
+// out (Listen, Dial): the connection's reading moves onto the worker.
+// Assert it on a net.Conn to find out whether the connection has it:
+//
+//	if wp, ok := conn.(stack.WorkerPoller); ok { ... }
+//
+// PollOnWorker calls consume with the bytes, straight from netstack's
+// buffers and with the connection locked, right after the TCP processing
+// that brought them, then consumed with it unlocked (which may write with
+// TryWrite; it reports whether it readied a goroutine); neither may
+// block. done is called once, on a goroutine of its own, when the stream
+// ends. Read fails afterwards. Package qp runs its engine this way. For a
+// whole application on the worker, see Handler.
+type WorkerPoller interface {
+	PollOnWorker(consume func(b []byte), consumed func() (woke bool), done func(error)) error
+}
+
+// TryWriter is implemented by ustack's TCP net.Conn values: TryWrite
+// writes what of b the send buffer takes now, without waiting, and
+// returns how much that was (0 if another Write holds the connection).
+// Code running on the worker (a WorkerPoller's consumed) writes with it.
+type TryWriter interface {
+	TryWrite(b []byte) (int, error)
+}
+
+var (
+	_ WorkerPoller = (*tcpConn)(nil)
+	_ TryWriter    = (*tcpConn)(nil)
+)

@@ -22,10 +22,12 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/cli"
 	"github.com/ustack-dev/ustack/internal/echo"
+	"github.com/ustack-dev/ustack/internal/echohandler"
 	"github.com/ustack-dev/ustack/metrics"
 	"github.com/ustack-dev/ustack/stack"
 )
@@ -115,8 +117,12 @@ func runServer(ctx context.Context, args []string) error {
 	pcapSnap := fs.Int("pcap-snaplen", 0, "record at most `bytes` of each frame (0: whole frames)")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`address`/metrics over the kernel's network, e.g. 127.0.0.1:9100 (-stack ustack)")
 	pcapMax := fs.Int64("pcap-max", stack.DefaultCaptureMaxBytes>>20, "stop capturing at `MiB` of capture file")
+	handler := fs.Bool("handler", false, "serve with the run-to-completion handler API: the worker echoes each request itself, no goroutine per connection (-stack ustack, -proto tcp)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *handler && (sf.which != "ustack" || *proto != "tcp") {
+		return errors.New("-handler needs -stack ustack and -proto tcp")
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -207,6 +213,9 @@ func runServer(ctx context.Context, args []string) error {
 			go hs.Serve(mln)
 			defer hs.Close()
 			fmt.Printf("metrics on http://%v/metrics\n", mln.Addr())
+		}
+		if *handler {
+			return serveHandlers(ctx, s, *listen)
 		}
 		if *proto == "tcp" {
 			ln, err = s.Listen("tcp", *listen)
@@ -368,4 +377,29 @@ func printTrace(w io.Writer, t *stack.TraceStats) {
 	for _, s := range t.Stages {
 		fmt.Fprintf(w, "  %-13v %9d %9s %9s %9s\n", s.Stage, s.Count, us(int64(s.P50)), us(int64(s.P90)), us(int64(s.P99)))
 	}
+}
+
+// serveHandlers runs the echo and discard servers on the handler API until
+// ctx ends.
+func serveHandlers(ctx context.Context, s *stack.Stack, listen string) error {
+	ln, err := s.ListenHandler("tcp", listen, echohandler.Echo{})
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	if err != nil {
+		return err
+	}
+	host, _, _ := net.SplitHostPort(listen)
+	p, _ := strconv.Atoi(port)
+	dln, err := s.ListenHandler("tcp", net.JoinHostPort(host, strconv.Itoa(p+1)), echohandler.Discard{})
+	if err != nil {
+		return fmt.Errorf("discard server: %w", err)
+	}
+	defer dln.Close()
+	fmt.Printf("echo server (ustack, tcp, handler API) on %v, discard server on %v\n", ln.Addr(), dln.Addr())
+	<-ctx.Done()
+	fmt.Println("shutting down")
+	return nil
 }

@@ -69,8 +69,19 @@ func scrapeIn(t *testing.T, host *vethtest.Host, addr string) map[string]float64
 // TestPrivilegedServerMetricsAndPcap runs `ustack-echo server -metrics
 // -pcap` on a veth pair, echoes through it from the kernel's side, scrapes
 // the metrics over the server namespace's loopback before and after, and
-// has tshark read the capture once the server has exited.
+// has tshark read the capture once the server has exited; once with
+// net.Conn servers, once with -handler.
 func TestPrivilegedServerMetricsAndPcap(t *testing.T) {
+	for _, handler := range []bool{false, true} {
+		name := "net.Conn"
+		if handler {
+			name = "handler"
+		}
+		t.Run(name, func(t *testing.T) { testServerMetricsAndPcap(t, handler) })
+	}
+}
+
+func testServerMetricsAndPcap(t *testing.T, handler bool) {
 	vethtest.Tools(t, "tshark", "ip")
 	p := vethtest.NewT(t, vethtest.Options{KernelTxChecksumOff: true})
 	dir := t.TempDir()
@@ -83,7 +94,7 @@ func TestPrivilegedServerMetricsAndPcap(t *testing.T) {
 	listen := netip.AddrPortFrom(vethtest.UstackIPv4, 7000)
 	cmd := exec.Command("ip", "netns", "exec", p.Ustack.Namespace, bin, "server",
 		"-iface", p.Ustack.Link, "-addr", netip.PrefixFrom(vethtest.UstackIPv4, vethtest.PrefixLen4).String(),
-		"-listen", listen.String(), "-metrics", metricsAddr, "-pcap", pcap)
+		"-listen", listen.String(), "-metrics", metricsAddr, "-pcap", pcap, fmt.Sprintf("-handler=%v", handler))
 	var out, errOut bytes.Buffer
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -158,6 +169,9 @@ func TestPrivilegedServerMetricsAndPcap(t *testing.T) {
 		t.Fatalf("server: %v\n%s%s", err, out.String(), errOut.String())
 	}
 	t.Logf("server output:\n%s", out.String())
+	if handler != strings.Contains(out.String(), "handler API") {
+		t.Errorf("-handler=%v, but the banner says:\n%s", handler, out.String())
+	}
 	if !strings.Contains(out.String(), "capture:") {
 		t.Errorf("exit summary lacks the capture line:\n%s", out.String())
 	}
