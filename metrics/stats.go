@@ -44,10 +44,12 @@ type series struct {
 	ifSet bool
 }
 
+// own exports a field as a metric of its own.
 func own(name, help string) export {
 	return export{series: []series{{fam: &family{name: name, help: help}}}}
 }
 
+// shared is a field's series in a family it shares with other fields.
 func shared(f *family, labels ...string) series { return series{fam: f, labels: labels} }
 
 // Families several fields share, told apart by a label, and the one the
