@@ -14,15 +14,20 @@ import (
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/stack"
-	"github.com/ustack-dev/ustack/xsk"
 )
 
 const ns = "ustack"
 
-// queueCounter is one per-queue counter of stack.QueueStats.
-type queueCounter struct {
-	desc *prometheus.Desc
-	get  func(*stack.QueueStats) uint64
+// statSeries is one series of a Stats field: the field's index and the
+// metric it feeds, with its label values.
+type statSeries struct {
+	index  []int
+	desc   *prometheus.Desc
+	labels []string
+	gauge  bool
+	// ifSet: exported only when the struct holding the field (index
+	// without its last element) is not all zero.
+	ifSet bool
 }
 
 // netstackCounter is one of netstack's counters: its field path in
@@ -39,54 +44,54 @@ type netstackCounter struct {
 type Collector struct {
 	s *stack.Stack
 
-	queue    []queueCounter
-	xskDescs []*prometheus.Desc // per xsk.Stats field, in field order
-	drops    *prometheus.Desc
-	faults   *prometheus.Desc
+	queue    []statSeries // stack.QueueStats, labelled by queue
+	stats    []statSeries // stack.Stats' own counters
 	steering *prometheus.Desc
 	netstack []netstackCounter
-	owned    *prometheus.Desc
-	capture  []*prometheus.Desc
 	trace    *prometheus.Desc
 	traceN   *prometheus.Desc
+	descs    []*prometheus.Desc // every family, once, for Describe
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
 
-// NewCollector returns a Collector of s's counters.
+// NewCollector returns a Collector of s's counters: every counter of
+// stack.Stats and stack.QueueStats (by reflection, with the metric and
+// help text statsExports and queueExports give it) and every counter of
+// netstack's tcpip.Stats.
 func NewCollector(s *stack.Stack) *Collector {
 	c := &Collector{s: s}
-	q := []string{"queue"}
-	for _, qc := range []struct {
-		name, help string
-		get        func(*stack.QueueStats) uint64
-	}{
-		{"rx_packets_total", "Frames the queue's worker took off the RX ring.", func(q *stack.QueueStats) uint64 { return q.RxPackets }},
-		{"tx_packets_total", "Frames netstack wrote to the queue's TX ring.", func(q *stack.QueueStats) uint64 { return q.TxPackets }},
-		{"tx_no_frame_total", "Writes that found no free frame or TX slot.", func(q *stack.QueueStats) uint64 { return q.TxNoFrame }},
-		{"tx_oversize_total", "Packets larger than a frame, dropped.", func(q *stack.QueueStats) uint64 { return q.TxOversize }},
-		{"rx_partial_checksum_total", "TCP/UDP packets accepted with a partial checksum from a veth peer.", func(q *stack.QueueStats) uint64 { return q.RxPartialChecksum }},
-		{"rx_inline_total", "TCP endpoints processed on the worker after an RX batch.", func(q *stack.QueueStats) uint64 { return q.RxInline }},
-	} {
-		c.queue = append(c.queue, queueCounter{desc: prometheus.NewDesc(ns+"_queue_"+qc.name, qc.help, q, nil), get: qc.get})
+	descs := map[*family]*prometheus.Desc{}
+	desc := func(f *family, perQueue bool) *prometheus.Desc {
+		if d, ok := descs[f]; ok {
+			return d
+		}
+		var labels []string
+		if perQueue {
+			labels = append(labels, "queue")
+		}
+		d := prometheus.NewDesc(ns+"_"+f.name, f.help, append(labels, f.labels...), nil)
+		descs[f] = d
+		c.descs = append(c.descs, d)
+		return d
 	}
-	xt := reflect.TypeFor[xsk.Stats]()
-	for i := range xt.NumField() {
-		f := xt.Field(i)
-		c.xskDescs = append(c.xskDescs, prometheus.NewDesc(ns+"_xsk_"+snake(f.Name)+"_total",
-			"The AF_XDP socket's "+f.Name+" counter (xsk.Stats).", q, nil))
+	add := func(dst *[]statSeries, tb table) {
+		for _, f := range leaves(tb.typ) {
+			e, _ := tb.exportOf(f.path)
+			if e.custom != "" {
+				continue
+			}
+			for _, sr := range e.series {
+				*dst = append(*dst, statSeries{index: f.index, desc: desc(sr.fam, tb.perQueue), labels: sr.labels, gauge: sr.fam.gauge, ifSet: sr.ifSet})
+			}
+		}
 	}
-	c.drops = prometheus.NewDesc(ns+"_rx_dropped_total",
-		"Received frames dropped, by reason: runt and bad_checksum in ustack's worker; rx_dropped, rx_invalid, rx_ring_full and fill_ring_empty in the kernel's AF_XDP socket.",
-		[]string{"queue", "reason"}, nil)
-	c.faults = prometheus.NewDesc(ns+"_faults_total", "Faults injected (Config.Faults), by direction and kind.", []string{"queue", "direction", "fault"}, nil)
-	c.steering = prometheus.NewDesc(ns+"_steering_packets_total", "Packets the XDP steering program classified, by verdict reason.", []string{"reason"}, nil)
-	c.owned = prometheus.NewDesc(ns+"_owned_ports", "(address, protocol, port) entries steered to ustack.", nil, nil)
-	for _, n := range []string{"packets", "bytes", "dropped", "errors"} {
-		c.capture = append(c.capture, prometheus.NewDesc(ns+"_capture_"+n+"_total", "Packet capture (Config.Capture) "+n+".", nil, nil))
-	}
+	add(&c.queue, queueTable)
+	add(&c.stats, statsTable)
+	c.steering = desc(famSteering, false)
 	c.trace = prometheus.NewDesc(ns+"_trace_stage_seconds", "Latency breakdown (Config.Trace): time from a request's RX batch to each stage, by percentile.", []string{"stage", "quantile"}, nil)
 	c.traceN = prometheus.NewDesc(ns+"_trace_stage_requests_total", "Requests the latency breakdown recorded per stage.", []string{"stage"}, nil)
+	c.descs = append(c.descs, c.trace, c.traceN)
 	walkStats(reflect.TypeFor[tcpip.Stats](), nil, nil, func(path []string, index []int) {
 		name := path[len(path)-1]
 		gauge := strings.HasPrefix(name, "Current")
@@ -103,6 +108,9 @@ func NewCollector(s *stack.Stack) *Collector {
 			gauge: gauge,
 		})
 	})
+	for _, n := range c.netstack {
+		c.descs = append(c.descs, n.desc)
+	}
 	return c
 }
 
@@ -142,72 +150,27 @@ func snake(s string) string {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, q := range c.queue {
-		ch <- q.desc
-	}
-	for _, d := range c.xskDescs {
+	for _, d := range c.descs {
 		ch <- d
-	}
-	for _, d := range []*prometheus.Desc{c.drops, c.faults, c.steering, c.owned, c.trace, c.traceN} {
-		ch <- d
-	}
-	for _, d := range c.capture {
-		ch <- d
-	}
-	for _, n := range c.netstack {
-		ch <- n.desc
 	}
 }
 
 // Collect implements prometheus.Collector: one Stats snapshot per scrape.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.s.Stats()
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
 	for i := range st.Queues {
 		qs := &st.Queues[i]
 		q := strconv.Itoa(qs.Queue)
-		for _, qc := range c.queue {
-			counter(qc.desc, qc.get(qs), q)
-		}
-		xv := reflect.ValueOf(qs.XSK)
-		for j, d := range c.xskDescs {
-			counter(d, xv.Field(j).Uint(), q)
-		}
-		x := qs.XSK
-		for _, r := range []struct {
-			reason string
-			n      uint64
-		}{{"runt", qs.RxRunt}, {"bad_checksum", qs.RxBadChecksum}, {"rx_dropped", x.RxDropped}, {"rx_invalid", x.RxInvalid}, {"rx_ring_full", x.RxRingFull}, {"fill_ring_empty", x.FillRingEmpty}} {
-			counter(c.drops, r.n, q, r.reason)
-		}
-		for _, f := range []struct {
-			dir string
-			s   stack.FaultStats
-		}{{"rx", qs.FaultsRX}, {"tx", qs.FaultsTX}} {
-			if f.s == (stack.FaultStats{}) {
-				continue
-			}
-			for _, k := range []struct {
-				kind string
-				n    uint64
-			}{{"drop", f.s.Dropped}, {"corrupt", f.s.Corrupted}, {"duplicate", f.s.Duplicated}, {"reorder", f.s.Reordered}, {"delay", f.s.Delayed}, {"skipped", f.s.Skipped}} {
-				counter(c.faults, k.n, q, f.dir, k.kind)
-			}
-		}
+		emit(ch, reflect.ValueOf(qs).Elem(), c.queue, q)
 	}
+	emit(ch, reflect.ValueOf(&st).Elem(), c.stats)
 	for r, n := range st.Steering {
-		counter(c.steering, n, bpf.Reason(r).String())
-	}
-	ch <- prometheus.MustNewConstMetric(c.owned, prometheus.GaugeValue, float64(st.OwnedPorts))
-	for i, v := range []uint64{st.Capture.Packets, st.Capture.Bytes, st.Capture.Dropped, st.Capture.Errors} {
-		counter(c.capture[i], v)
+		ch <- prometheus.MustNewConstMetric(c.steering, prometheus.CounterValue, float64(n), bpf.Reason(r).String())
 	}
 	if t := st.Trace; t != nil {
 		for _, s := range t.Stages {
 			name := s.Stage.String()
-			counter(c.traceN, s.Count, name)
+			ch <- prometheus.MustNewConstMetric(c.traceN, prometheus.CounterValue, float64(s.Count), name)
 			for _, p := range []struct {
 				q string
 				v float64
@@ -227,6 +190,34 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			kind = prometheus.GaugeValue
 		}
 		ch <- prometheus.MustNewConstMetric(n.desc, kind, float64(sc.Value()))
+	}
+}
+
+// emit sends the series of v, a Stats or QueueStats, each with the
+// labels first (the queue) and then its own.
+func emit(ch chan<- prometheus.Metric, v reflect.Value, ss []statSeries, first ...string) {
+	for _, sr := range ss {
+		if sr.ifSet && v.FieldByIndex(sr.index[:len(sr.index)-1]).IsZero() {
+			continue
+		}
+		f := v.FieldByIndex(sr.index)
+		var x float64
+		switch {
+		case f.CanUint():
+			x = float64(f.Uint())
+		case f.CanInt():
+			x = float64(f.Int())
+		case f.CanFloat():
+			x = f.Float()
+		default:
+			continue // not a number: TestEveryCounterHasMetric names it
+		}
+		kind := prometheus.CounterValue
+		if sr.gauge {
+			kind = prometheus.GaugeValue
+		}
+		labels := append(append(make([]string, 0, len(first)+len(sr.labels)), first...), sr.labels...)
+		ch <- prometheus.MustNewConstMetric(sr.desc, kind, x, labels...)
 	}
 }
 

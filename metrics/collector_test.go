@@ -129,6 +129,7 @@ func TestHandlerMovesWithTraffic(t *testing.T) {
 	for _, name := range []string{
 		`ustack_queue_rx_packets_total{queue="0"}`,
 		`ustack_queue_tx_packets_total{queue="0"}`,
+		`ustack_queue_tx_frames_total{queue="0"}`,
 		`ustack_rx_dropped_total{queue="0",reason="bad_checksum"}`,
 		`ustack_faults_total{direction="rx",fault="drop",queue="0"}`,
 		`ustack_faults_total{direction="rx",fault="corrupt",queue="0"}`,

@@ -34,6 +34,25 @@ func implementations() []sumImpl {
 	return impls
 }
 
+// missingImplementations lists the checksum loops this machine cannot
+// run, each with why: eachImpl reports them as skipped subtests.
+func missingImplementations() []missingImpl {
+	var m []missingImpl
+	if !cpu.X86.HasAVX2 {
+		m = append(m, missingImpl{"avx2", "this CPU has no AVX2"})
+	}
+	if !defaultHave512 {
+		m = append(m, missingImpl{"avx512", "this CPU lacks AVX-512F, AVX-512BW or BMI2"})
+	}
+	return m
+}
+
+// TestCPUPaths says which checksum loops this CPU runs and which the
+// package's tests therefore skip (.ci/run shows it in CI's log).
+func TestCPUPaths(t *testing.T) {
+	logPaths(t, "amd64 assembly built")
+}
+
 // TestWideLoopsStayInBounds puts the data at the end of a page followed
 // by an inaccessible one: the vector loops (the AVX-512 ones read and
 // write their last block through byte masks) must neither fault nor

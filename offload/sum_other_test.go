@@ -2,4 +2,16 @@
 
 package offload
 
+import "testing"
+
 func implementations() []sumImpl { return []sumImpl{{"scalar", func() func() { return func() {} }}} }
+
+func missingImplementations() []missingImpl {
+	return []missingImpl{{"avx2", "built without assembly (purego, or not amd64)"}, {"avx512", "built without assembly (purego, or not amd64)"}}
+}
+
+// TestCPUPaths says which checksum loops the build runs and which the
+// package's tests therefore skip (.ci/run shows it in CI's log).
+func TestCPUPaths(t *testing.T) {
+	logPaths(t, "pure Go build (purego, or not amd64)")
+}

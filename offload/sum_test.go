@@ -19,13 +19,32 @@ func randBytes(seed uint64, n int) []byte {
 	return b
 }
 
-// eachImpl runs f once with each checksum loop this machine has.
+// eachImpl runs f once with each checksum loop this machine has, and
+// reports the ones it lacks as skipped subtests saying why.
 func eachImpl(t *testing.T, f func(t *testing.T)) {
 	for _, im := range implementations() {
 		t.Run(im.name, func(t *testing.T) {
 			defer im.use()()
 			f(t)
 		})
+	}
+	for _, m := range missingImplementations() {
+		t.Run(m.name, func(t *testing.T) { t.Skip(m.why) })
+	}
+}
+
+// missingImpl is a checksum loop the build or the CPU cannot run.
+type missingImpl struct{ name, why string }
+
+// logPaths logs the checksum loops tested here and the ones skipped.
+func logPaths(t *testing.T, build string) {
+	var run []string
+	for _, im := range implementations() {
+		run = append(run, im.name)
+	}
+	t.Logf("offload checksum loops (%s): tested %v", build, run)
+	for _, m := range missingImplementations() {
+		t.Logf("offload checksum loop %s NOT tested: %s", m.name, m.why)
 	}
 }
 

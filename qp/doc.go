@@ -26,13 +26,20 @@
 // into a per-queue-pair transmit buffer and writes it to the connection
 // on the caller's goroutine; Sends and Writes complete once written (as
 // in iWARP, a Write's completion means the data left this end). Reads and
-// atomics complete when their responses arrive. A per-queue-pair reader
-// goroutine feeds the stream to the engine's input, which reassembles
-// FPDUs across any read boundary, checks CRC32c and headers, and places
-// payload directly into registered memory; a transmit goroutine sends
-// Read and Atomic Responses, requests held back by a fence or the ORD
-// limit, and the Terminate. Running input on ustack's worker instead of a
-// goroutine is future work.
+// atomics complete when their responses arrive.
+//
+// The receive side, the engine's input, reassembles FPDUs across any
+// read boundary, checks CRC32c and headers, places payload directly into
+// registered memory and writes completions. Over a ustack connection it
+// runs on the stack's worker, right after the TCP processing that
+// brought the bytes, with no goroutine hand-off (QP.Polled reports it);
+// over any other net.Conn, or with QPConfig.ReaderGoroutine, a
+// per-queue-pair reader goroutine feeds it. Responses to the peer's
+// Reads and atomics go out from there when the connection takes them at
+// once; a per-queue-pair transmit goroutine sends the rest, requests
+// held back by a fence or the ORD limit, and the Terminate.
+// QPConfig.OnInput runs an application's handler in the same place,
+// after each batch of input.
 //
 // Applications that poll memory for a peer's Writes, as RDMA programs do,
 // can block on QP.Placed between checks, and CQ pollers on CQ.Notify:
@@ -65,3 +72,11 @@
 // for the initiator's first FPDU (see Connect), memory windows and fast
 // registration, unreliable queue pairs.
 package qp
+
+// Where the engine lives: tx.go frames posted requests out (pumpLocked,
+// encode), rx.go takes the stream in and places it (input, handle),
+// respond.go answers the peer's Reads and atomics, transport.go attaches
+// the connection (start, the reader and transmit goroutines, the
+// worker's callbacks, non-blocking writes). verbs.go holds the device,
+// domains, memory regions and CQs, qp.go the QP and its work requests,
+// conn.go connection setup, wire.go the formats.

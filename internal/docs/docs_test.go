@@ -1,0 +1,242 @@
+package docs
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// root is the repository's top directory, from this package's.
+const root = "../.."
+
+func read(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// quickStart returns the commands in README's Quick start code block,
+// comments dropped.
+func quickStart(t *testing.T, readme string) [][]string {
+	t.Helper()
+	_, sec, ok := strings.Cut(readme, "\n## Quick start\n")
+	if !ok {
+		t.Fatal("README.md has no Quick start section")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	_, block, ok := strings.Cut(sec, "```sh\n")
+	if !ok {
+		t.Fatal("README.md's Quick start has no ```sh block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	var cmds [][]string
+	for _, line := range strings.Split(block, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		if f := strings.Fields(line); len(f) > 0 {
+			cmds = append(cmds, f)
+		}
+	}
+	return cmds
+}
+
+// isSubsequence reports whether the words of sub appear in words in order.
+func isSubsequence(sub, words []string) bool {
+	i := 0
+	for _, w := range words {
+		if i < len(sub) && w == sub[i] {
+			i++
+		}
+	}
+	return i == len(sub)
+}
+
+// TestReadmeQuickStart: README's two commands are what CI runs (each
+// command's words appear, in order, in a line of .ci/run, which may add
+// flags), and the packages they name exist.
+func TestReadmeQuickStart(t *testing.T) {
+	cmds := quickStart(t, read(t, "README.md"))
+	if len(cmds) != 2 {
+		t.Errorf("README.md's Quick start has %d commands, want the two: %q", len(cmds), cmds)
+	}
+	var ci [][]string
+	for _, line := range strings.Split(read(t, ".ci/run"), "\n") {
+		ci = append(ci, strings.Fields(line))
+	}
+	for _, cmd := range cmds {
+		if cmd[0] != "go" {
+			t.Errorf("quick-start command %q: want a go command", strings.Join(cmd, " "))
+			continue
+		}
+		if !slices.ContainsFunc(ci, func(l []string) bool {
+			return len(l) >= 2 && l[0] == cmd[0] && l[1] == cmd[1] && isSubsequence(cmd, l)
+		}) {
+			t.Errorf("quick-start command %q is not run by .ci/run", strings.Join(cmd, " "))
+		}
+		for _, arg := range cmd[1:] {
+			if !strings.HasPrefix(arg, "./") {
+				continue
+			}
+			dir, recursive := strings.CutSuffix(arg, "/...")
+			if recursive && dir == "." {
+				continue
+			}
+			goFiles, _ := filepath.Glob(filepath.Join(root, dir, "*.go"))
+			if !recursive && len(goFiles) == 0 {
+				t.Errorf("quick-start command %q: %s holds no Go package", strings.Join(cmd, " "), arg)
+			} else if _, err := os.Stat(filepath.Join(root, dir)); err != nil {
+				t.Errorf("quick-start command %q: %v", strings.Join(cmd, " "), err)
+			}
+		}
+	}
+}
+
+// hashLike matches a word that looks like a commit hash: 7 to 40 hex
+// digits with at least one digit and one letter.
+var hashLike = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
+
+// TestReadmeShape: README is an entry point (STYLE.md rule 13): short,
+// with history and commit hashes kept in docs/.
+func TestReadmeShape(t *testing.T) {
+	readme := read(t, "README.md")
+	if n := strings.Count(readme, "\n"); n > 250 {
+		t.Errorf("README.md has %d lines, want at most 250: move detail to docs/", n)
+	}
+	if strings.Contains(strings.ToLower(readme), "this round") {
+		t.Error(`README.md says "this round": name the run, and keep history in docs/`)
+	}
+	for _, h := range hashLike.FindAllString(readme, -1) {
+		if strings.ContainsAny(h, "0123456789") && strings.ContainsAny(h, "abcdef") {
+			t.Errorf("README.md cites %s, which looks like a commit hash: keep those in docs/", h)
+		}
+	}
+}
+
+var (
+	fence   = regexp.MustCompile("(?ms)^```.*?^```")
+	code    = regexp.MustCompile("`[^`\n]*`")
+	link    = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+	refDef  = regexp.MustCompile(`(?m)^\[[^\]]+\]:\s*(\S+)`)
+	heading = regexp.MustCompile(`(?m)^#{1,6}\s+(.+?)\s*#*\s*$`)
+	mdLink  = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+)
+
+// links returns the link targets in a Markdown text, outside code.
+func links(text string) []string {
+	text = fence.ReplaceAllString(text, "")
+	text = code.ReplaceAllString(text, "")
+	var out []string
+	for _, m := range link.FindAllStringSubmatch(text, -1) {
+		out = append(out, m[1])
+	}
+	for _, m := range refDef.FindAllStringSubmatch(text, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// anchors returns the anchors GitHub gives a Markdown text's headings:
+// lower case, punctuation other than - and _ dropped, spaces as -, a
+// repeated one suffixed -1, -2, ….
+func anchors(text string) map[string]bool {
+	text = fence.ReplaceAllString(text, "")
+	seen := map[string]int{}
+	out := map[string]bool{}
+	for _, m := range heading.FindAllStringSubmatch(text, -1) {
+		h := mdLink.ReplaceAllString(m[1], "$1")
+		var b strings.Builder
+		for _, r := range strings.ToLower(h) {
+			switch {
+			case r == ' ':
+				b.WriteByte('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			seen[a]++
+			a += "-" + strconv.Itoa(n)
+		} else {
+			seen[a] = 1
+		}
+		out[a] = true
+	}
+	return out
+}
+
+// TestDocLinks: every relative link in README.md and docs/*.md names a
+// file or directory of the repository, and every #anchor one of the
+// target's headings.
+func TestDocLinks(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no docs/*.md")
+	}
+	files = append([]string{filepath.Join(root, "README.md")}, files...)
+	checked := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _ := filepath.Rel(root, f)
+		for _, l := range links(string(b)) {
+			if strings.Contains(l, "://") || strings.HasPrefix(l, "mailto:") {
+				continue
+			}
+			path, anchor, _ := strings.Cut(l, "#")
+			target := f
+			if path != "" {
+				target = filepath.Join(filepath.Dir(f), path)
+				if _, err := os.Stat(target); err != nil {
+					t.Errorf("%s: link %s: no such file", name, l)
+					continue
+				}
+			}
+			checked++
+			if anchor == "" || !strings.HasSuffix(target, ".md") {
+				continue
+			}
+			tb, err := os.ReadFile(target)
+			if err != nil {
+				t.Errorf("%s: link %s: %v", name, l, err)
+				continue
+			}
+			if !anchors(string(tb))[anchor] {
+				t.Errorf("%s: link %s: no heading with anchor #%s", name, l, anchor)
+			}
+		}
+	}
+	t.Logf("%d relative links checked in %d files", checked, len(files))
+}
+
+// TestNetstackPatchesDocumented: docs/netstack.md's table lists every
+// patch of the carried netstack, as "NNNN name".
+func TestNetstackPatchesDocumented(t *testing.T) {
+	patches, err := filepath.Glob(filepath.Join(root, "internal/third_party/gvisor-patches/*.patch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(patches) == 0 {
+		t.Fatal("no patches found under internal/third_party/gvisor-patches: update this test to where the series lives")
+	}
+	doc := read(t, "docs/netstack.md")
+	for _, p := range patches {
+		base := strings.TrimSuffix(filepath.Base(p), ".patch")
+		num, name, _ := strings.Cut(base, "-")
+		if !strings.Contains(doc, "| "+num+" "+name+" |") {
+			t.Errorf("docs/netstack.md does not list patch %s %s", num, name)
+		}
+	}
+}

@@ -1,0 +1,223 @@
+package metrics
+
+import (
+	"reflect"
+	"strings"
+
+	"github.com/ustack-dev/ustack/stack"
+)
+
+// family is one exported metric: its name after "ustack_", its help
+// text, and the labels its series carry after the queue label (for a
+// per-queue counter).
+type family struct {
+	name   string
+	help   string
+	labels []string
+	gauge  bool
+}
+
+// export says how one field of stack.Stats or stack.QueueStats reaches
+// Prometheus. Exactly one of its parts is set.
+type export struct {
+	// series are the metric series the field's value is exported as,
+	// each a family with its label values (after queue).
+	series []series
+	// netstack names the tcpip.Stats counter the field copies (field
+	// path, e.g. "TCP.Retransmits"): exported with the rest of
+	// netstack's counters as ustack_netstack_…, not twice.
+	netstack string
+	// custom says which code of the Collector exports the field, for a
+	// field that is not one counter (an array by reason, a histogram).
+	custom string
+	// none says why the field is no counter (a state, a label).
+	none string
+}
+
+// series is one family with its label values.
+type series struct {
+	fam    *family
+	labels []string
+	// ifSet exports the series only when the struct holding the field
+	// is not all zero: the fault counters, present when faults are
+	// configured.
+	ifSet bool
+}
+
+// own exports a field as a metric of its own.
+func own(name, help string) export {
+	return export{series: []series{{fam: &family{name: name, help: help}}}}
+}
+
+// shared is a field's series in a family it shares with other fields.
+func shared(f *family, labels ...string) series { return series{fam: f, labels: labels} }
+
+// Families several fields share, told apart by a label, and the one the
+// Collector fills from an array.
+var (
+	famDrops = &family{name: "rx_dropped_total",
+		help:   "Received frames dropped, by reason: runt and bad_checksum in ustack's worker; rx_dropped, rx_invalid, rx_ring_full and fill_ring_empty in the kernel's AF_XDP socket.",
+		labels: []string{"reason"}}
+	famFaults = &family{name: "faults_total",
+		help:   "Faults injected (Config.Faults), by direction and kind; skipped counts faults drawn but not applied for want of a spare frame.",
+		labels: []string{"direction", "fault"}}
+	famSteering = &family{name: "steering_packets_total",
+		help:   "Packets the XDP steering program classified, by verdict reason.",
+		labels: []string{"reason"}}
+)
+
+// queueExports is the metric of every counter of stack.QueueStats, by
+// field path. NewCollector walks QueueStats by reflection: a counter
+// missing here is still exported, under a name made from its path and
+// with a help text saying so, and TestEveryCounterHasMetric fails.
+var queueExports = map[string]export{
+	"Queue": {none: "the queue's number: the queue label of every per-queue series"},
+
+	"RxPackets":         own("queue_rx_packets_total", "Frames the queue's worker took off the RX ring and delivered to netstack."),
+	"TxPackets":         own("queue_tx_packets_total", "Packets netstack wrote to the queue (a GSO packet counts once)."),
+	"TxFrames":          own("queue_tx_frames_total", "Frames the queue's written packets took on the TX ring (more than tx_packets with GSO)."),
+	"TxNoFrame":         own("queue_tx_no_frame_total", "Writes that found no free frame or TX slot."),
+	"TxOversize":        own("queue_tx_oversize_total", "Packets larger than a frame, or that segmentation could not write, dropped."),
+	"RxRunt":            {series: []series{shared(famDrops, "runt")}},
+	"RxBadChecksum":     {series: []series{shared(famDrops, "bad_checksum")}},
+	"RxPartialChecksum": own("queue_rx_partial_checksum_total", "TCP/UDP packets accepted with a partial checksum (CHECKSUM_PARTIAL) from a veth peer."),
+	"RxInline":          own("queue_rx_inline_total", "TCP endpoints whose segments the worker processed itself after an RX round, instead of waking a netstack goroutine."),
+	"RxCoalesced":       own("queue_rx_coalesced_total", "Received TCP segments GRO merged into the segment before them."),
+
+	// The AF_XDP socket (zero over a memory wire): the kernel's
+	// XDP_STATISTICS, then xsk's own counters.
+	"XSK.RxDropped": {series: []series{
+		{fam: &family{name: "xsk_rx_dropped_total", help: "Frames the kernel dropped before the socket's RX ring, e.g. larger than a UMEM frame (XDP_STATISTICS rx_dropped)."}},
+		shared(famDrops, "rx_dropped")}},
+	"XSK.RxInvalid": {series: []series{
+		{fam: &family{name: "xsk_rx_invalid_total", help: "Descriptors the kernel counted invalid on the socket's RX side (XDP_STATISTICS rx_invalid_descs)."}},
+		shared(famDrops, "rx_invalid")}},
+	"XSK.TxInvalid": own("xsk_tx_invalid_total", "TX ring descriptors the kernel rejected as invalid (XDP_STATISTICS tx_invalid_descs)."),
+	"XSK.RxRingFull": {series: []series{
+		{fam: &family{name: "xsk_rx_ring_full_total", help: "Frames the kernel dropped because the socket's RX ring was full (XDP_STATISTICS rx_ring_full)."}},
+		shared(famDrops, "rx_ring_full")}},
+	"XSK.FillRingEmpty": {series: []series{
+		{fam: &family{name: "xsk_fill_ring_empty_total", help: "Times the kernel had a frame to deliver and found the fill ring empty; the frame is dropped (XDP_STATISTICS rx_fill_ring_empty_descs)."}},
+		shared(famDrops, "fill_ring_empty")}},
+	"XSK.TxRingEmpty": own("xsk_tx_ring_empty_total", "Times the kernel, woken to send, found the TX ring empty (XDP_STATISTICS tx_ring_empty_descs)."),
+	"XSK.RxPackets":   own("xsk_rx_packets_total", "Frames ustack took off the socket's RX ring."),
+	"XSK.RxBytes":     own("xsk_rx_bytes_total", "Bytes of the frames ustack took off the socket's RX ring."),
+	"XSK.TxPackets":   own("xsk_tx_packets_total", "Frames ustack put on the socket's TX ring."),
+	"XSK.TxBytes":     own("xsk_tx_bytes_total", "Bytes of the frames ustack put on the socket's TX ring."),
+	"XSK.Kicks":       own("xsk_kicks_total", "sendto(2) calls waking the kernel to send the TX ring, retries included."),
+	"XSK.KickRetries": own("xsk_kick_retries_total", "Kicks repeated because the kernel answered EAGAIN, EBUSY or ENOBUFS (copy mode sends a budget per call)."),
+	"XSK.FillStarved": own("xsk_fill_starved_total", "Refills that had no idle frame to give while the fill ring was empty."),
+	"XSK.TxRingFull":  own("xsk_tx_ring_full_total", "Transmit batches that did not all fit on the TX ring."),
+
+	// Injected faults (Config.Faults), per direction.
+	"FaultsRX.Dropped":    {series: []series{{fam: famFaults, labels: []string{"rx", "drop"}, ifSet: true}}},
+	"FaultsRX.Corrupted":  {series: []series{{fam: famFaults, labels: []string{"rx", "corrupt"}, ifSet: true}}},
+	"FaultsRX.Duplicated": {series: []series{{fam: famFaults, labels: []string{"rx", "duplicate"}, ifSet: true}}},
+	"FaultsRX.Reordered":  {series: []series{{fam: famFaults, labels: []string{"rx", "reorder"}, ifSet: true}}},
+	"FaultsRX.Delayed":    {series: []series{{fam: famFaults, labels: []string{"rx", "delay"}, ifSet: true}}},
+	"FaultsRX.Skipped":    {series: []series{{fam: famFaults, labels: []string{"rx", "skipped"}, ifSet: true}}},
+	"FaultsTX.Dropped":    {series: []series{{fam: famFaults, labels: []string{"tx", "drop"}, ifSet: true}}},
+	"FaultsTX.Corrupted":  {series: []series{{fam: famFaults, labels: []string{"tx", "corrupt"}, ifSet: true}}},
+	"FaultsTX.Duplicated": {series: []series{{fam: famFaults, labels: []string{"tx", "duplicate"}, ifSet: true}}},
+	"FaultsTX.Reordered":  {series: []series{{fam: famFaults, labels: []string{"tx", "reorder"}, ifSet: true}}},
+	"FaultsTX.Delayed":    {series: []series{{fam: famFaults, labels: []string{"tx", "delay"}, ifSet: true}}},
+	"FaultsTX.Skipped":    {series: []series{{fam: famFaults, labels: []string{"tx", "skipped"}, ifSet: true}}},
+}
+
+// statsExports is the metric of every field of stack.Stats other than
+// the per-queue ones, by field path, as queueExports is for QueueStats.
+var statsExports = map[string]export{
+	"Queues":     {custom: "per queue, by queueExports"},
+	"Steering":   {custom: "steering_packets_total, one series per bpf.Reason"},
+	"AttachMode": {none: "how the XDP program is attached: a state, not a counter"},
+	"OwnedPorts": {series: []series{{fam: &family{name: "owned_ports", help: "(address, protocol, port) entries steered to ustack now.", gauge: true}}}},
+
+	"TCPActiveOpens":        {netstack: "TCP.ActiveConnectionOpenings"},
+	"TCPPassiveOpens":       {netstack: "TCP.PassiveConnectionOpenings"},
+	"TCPRetransmits":        {netstack: "TCP.Retransmits"},
+	"TCPSegmentsSent":       {netstack: "TCP.SegmentsSent"},
+	"TCPSegmentsReceived":   {netstack: "TCP.ValidSegmentsReceived"},
+	"TCPChecksumErrors":     {netstack: "TCP.ChecksumErrors"},
+	"TCPResetsSent":         {netstack: "TCP.ResetsSent"},
+	"TCPCurrentEstablished": {netstack: "TCP.CurrentEstablished"},
+	"UDPPacketsReceived":    {netstack: "UDP.PacketsReceived"},
+	"UDPPacketsSent":        {netstack: "UDP.PacketsSent"},
+	"UDPChecksumErrors":     {netstack: "UDP.ChecksumErrors"},
+	"IPPacketsReceived":     {netstack: "IP.PacketsReceived"},
+	"IPPacketsSent":         {netstack: "IP.PacketsSent"},
+	"IPMalformed":           {netstack: "IP.MalformedPacketsReceived"},
+	"TCPTimeouts":           {netstack: "TCP.Timeouts"},
+	"TCPFastRetransmits":    {netstack: "TCP.FastRetransmit"},
+	"TCPSACKRecoveries":     {netstack: "TCP.SACKRecovery"},
+	"TCPTLPRecoveries":      {netstack: "TCP.TLPRecovery"},
+	"TCPRecoveryProbes":     {netstack: "TCP.RecoveryProbes"},
+	"TCPTimeWait":           {netstack: "TCP.CurrentTimeWait"},
+	"TCPTimeWaitOverflows":  {netstack: "TCP.TimeWaitOverflows"},
+
+	"Capture.Packets": own("capture_packets_total", "Frames the packet capture (Config.Capture) recorded."),
+	"Capture.Bytes":   own("capture_bytes_total", "Bytes the packet capture wrote, record headers included."),
+	"Capture.Dropped": own("capture_dropped_total", "Frames the packet capture did not record because of its size bound."),
+	"Capture.Errors":  own("capture_errors_total", "Frames the packet capture did not record because its writer failed."),
+
+	"Trace": {custom: "the trace_stage families (Config.Trace)"},
+}
+
+// field is one leaf of a Stats type: its path and index.
+type field struct {
+	path  string // "XSK.Kicks"
+	index []int
+}
+
+// leaves lists t's fields in order, descending into structs other than
+// the ones that are leaves themselves (arrays, slices, pointers): every
+// field that may hold a counter.
+func leaves(t reflect.Type) []field {
+	var out []field
+	var walk func(t reflect.Type, path []string, index []int)
+	walk = func(t reflect.Type, path []string, index []int) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			p, ix := append(path[:len(path):len(path)], f.Name), append(index[:len(index):len(index)], i)
+			if f.Type.Kind() == reflect.Struct {
+				walk(f.Type, p, ix)
+				continue
+			}
+			out = append(out, field{path: strings.Join(p, "."), index: ix})
+		}
+	}
+	walk(t, nil, nil)
+	return out
+}
+
+// table is one Stats type with its exports.
+type table struct {
+	typ      reflect.Type
+	exports  map[string]export
+	name     string // the exports variable's, for messages
+	prefix   string // of the metric a field missing from exports gets
+	perQueue bool   // series labelled by queue
+}
+
+var (
+	queueTable = table{reflect.TypeFor[stack.QueueStats](), queueExports, "queueExports", "queue", true}
+	statsTable = table{reflect.TypeFor[stack.Stats](), statsExports, "statsExports", "", false}
+)
+
+// exportOf returns how the field at path is exported: from the table's
+// exports or, for a field they lack, as a counter of its own named after
+// its path whose help says it has none: exported all the same, and
+// caught by TestEveryCounterHasMetric.
+func (tb table) exportOf(path string) (export, bool) {
+	if e, ok := tb.exports[path]; ok {
+		return e, true
+	}
+	name := tb.prefix
+	for _, p := range strings.Split(path, ".") {
+		name += "_" + snake(p)
+	}
+	return own(strings.TrimPrefix(name, "_")+"_total",
+		"stack."+tb.typ.Name()+"."+path+" (no help text yet: add it to the metrics package's "+tb.name+")."), false
+}

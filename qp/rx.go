@@ -1,0 +1,418 @@
+package qp
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// Placement in: input is fed the bytes the connection delivers, in
+// order and cut at any boundary; it reassembles FPDUs (staging a partial
+// one), checks them (handle: CRC, lengths, queue numbers, message
+// sequence and offsets) and places each segment directly into
+// registered memory: a Write where its STag and offset say, a Read
+// Response where the oldest outstanding Read asked for it, a Send into
+// the current receive request. Requests from the peer (Read, atomics)
+// are validated here and queued for respond.go. Anything the peer gets
+// wrong ends the connection with a Terminate (protoFail).
+
+// input processes bytes from the stream, in order, cut at any boundary.
+// It returns false once the queue pair has failed: the rest of the
+// stream is ignored.
+func (q *QP) input(p []byte) bool {
+	if q.State() == StateError {
+		q.failed = true
+	}
+	for len(p) > 0 && !q.failed {
+		if q.stageN == 0 && len(p) >= fpduLenLen {
+			n := int(binary.BigEndian.Uint16(p))
+			if n < minHdrLen {
+				q.protoFail(errBadLength, termMPABadLength)
+				return false
+			}
+			total := fpduLen(n)
+			if len(p) >= total {
+				q.handle(p[:total])
+				p = p[total:]
+				continue
+			}
+		}
+		// Gather a partial FPDU in stage.
+		if q.stageN < fpduLenLen {
+			k := copy(q.stage[q.stageN:fpduLenLen], p)
+			q.stageN += k
+			p = p[k:]
+			if q.stageN < fpduLenLen {
+				return true
+			}
+			if int(binary.BigEndian.Uint16(q.stage)) < minHdrLen {
+				q.protoFail(errBadLength, termMPABadLength)
+				return false
+			}
+		}
+		total := fpduLen(int(binary.BigEndian.Uint16(q.stage)))
+		k := copy(q.stage[q.stageN:total], p)
+		q.stageN += k
+		p = p[k:]
+		if q.stageN == total {
+			q.stageN = 0
+			q.handle(q.stage[:total])
+		}
+	}
+	select {
+	case q.placed <- struct{}{}:
+		q.placedWoke = true
+	default:
+	}
+	return !q.failed
+}
+
+// protoFail ends the connection because the peer broke the protocol.
+func (q *QP) protoFail(err error, c termCode) {
+	q.failed = true
+	q.fail(terminateError(c, true), c)
+}
+
+// handle processes one complete FPDU.
+func (q *QP) handle(f []byte) {
+	u, err := checkFPDU(f)
+	if err != nil {
+		c := termMPABadLength
+		if errors.Is(err, errBadCRC) {
+			c = termMPACRC
+		}
+		q.protoFail(err, c)
+		return
+	}
+	s, err := parseSegment(u)
+	if err != nil {
+		var he *errHeader
+		errors.As(err, &he)
+		q.protoFail(err, he.term)
+		return
+	}
+	if s.tagged {
+		if s.op == OpWrite {
+			q.placeWrite(&s)
+		} else {
+			q.placeReadResponse(&s)
+		}
+		return
+	}
+	if s.qn >= numQN || s.op.queue() != s.qn {
+		q.protoFail(nil, termDDPBadQN)
+		return
+	}
+	if q.inMsg[s.qn] {
+		if s.msn != q.msnIn[s.qn]+1 || s.mo != q.moIn[s.qn] {
+			q.protoFail(nil, termDDPBadMO)
+			return
+		}
+	} else if s.msn != q.msnIn[s.qn]+1 {
+		q.protoFail(nil, termDDPBadMSN)
+		return
+	} else if s.mo != 0 {
+		q.protoFail(nil, termDDPBadMO)
+		return
+	}
+	multi := s.op == OpSend || s.op == OpSendInv || s.op == OpSendSE || s.op == OpSendSEInv
+	if !multi && !s.last {
+		q.protoFail(nil, termRDMAPOpcode)
+		return
+	}
+	if s.last {
+		q.inMsg[s.qn] = false
+		q.msnIn[s.qn] = s.msn
+	} else {
+		q.inMsg[s.qn] = true
+		q.moIn[s.qn] = s.mo + uint32(len(s.data))
+	}
+	switch s.op {
+	case OpSend, OpSendInv, OpSendSE, OpSendSEInv:
+		q.placeSend(&s)
+	case OpImmediate, OpImmediateSE:
+		q.recvImmediate(&s)
+	case OpReadRequest:
+		q.recvReadRequest(&s)
+	case OpAtomicRequest:
+		q.recvAtomicRequest(&s)
+	case OpAtomicResp:
+		q.recvAtomicResponse(&s)
+	case OpTerminate:
+		q.recvTerminate(&s)
+	default:
+		q.protoFail(nil, termRDMAPOpcode)
+	}
+}
+
+// placeWrite lands an RDMA Write. A zero-length Write touches no memory
+// and is not checked.
+func (q *QP) placeWrite(s *segment) {
+	if len(s.data) == 0 {
+		return
+	}
+	mr, c, ok := q.dev.lookup(s.stag, q.pd, RemoteWrite, s.to, uint64(len(s.data)))
+	if !ok {
+		q.protoFail(nil, c)
+		return
+	}
+	copy(mr.buf[s.to:], s.data)
+	mr.mu.RUnlock()
+}
+
+// placeReadResponse lands a Read Response: it must continue the oldest
+// outstanding Read Request exactly, so a peer can only write where this
+// end asked it to.
+func (q *QP) placeReadResponse(s *segment) {
+	q.mu.Lock()
+	if q.ordN == 0 || q.ord[q.ordH].atomic {
+		q.mu.Unlock()
+		q.protoFail(nil, termRDMAPOpcode)
+		return
+	}
+	e := q.ord[q.ordH]
+	q.mu.Unlock()
+	n := uint32(len(s.data))
+	if s.stag != e.key && n > 0 || s.to != e.to || n > e.left || (s.last != (n == e.left)) {
+		q.protoFail(nil, termBounds)
+		return
+	}
+	if n > 0 {
+		mr, _, ok := q.dev.lookup(e.key, q.pd, LocalWrite, s.to, uint64(n))
+		if !ok {
+			q.mu.Lock()
+			q.slotDone(e.seq, StatusLocalProtection, 0)
+			q.mu.Unlock()
+			q.protoFail(nil, termCatastrophic)
+			return
+		}
+		copy(mr.buf[s.to:], s.data)
+		mr.mu.RUnlock()
+	}
+	q.mu.Lock()
+	if q.state != StateRTS {
+		q.mu.Unlock()
+		return
+	}
+	h := &q.ord[q.ordH]
+	h.to += uint64(n)
+	h.left -= n
+	q.sq[e.seq%uint64(len(q.sq))].len += n
+	if s.last {
+		q.ordH = (q.ordH + 1) % len(q.ord)
+		q.ordN--
+		if e.last {
+			q.slotDone(e.seq, StatusSuccess, q.sq[e.seq%uint64(len(q.sq))].len)
+			q.completeLocked()
+		}
+	}
+	q.mu.Unlock()
+	if s.last {
+		q.wake() // a fence or the ORD limit may have held requests back
+	}
+}
+
+// placeSend lands a segment of a Send in the current receive request,
+// taking the next one at a message's first segment.
+func (q *QP) placeSend(s *segment) {
+	if s.mo == 0 {
+		if !q.rq.take(&q.cur) {
+			// A Send with no posted receive is fatal to the connection.
+			q.protoFail(nil, termDDPNoBuffer)
+			return
+		}
+	}
+	var capacity uint64
+	for _, g := range q.cur.sgl {
+		capacity += uint64(g.Len)
+	}
+	end := uint64(s.mo) + uint64(len(s.data))
+	if end > capacity {
+		q.cfg.RecvCQ.push(WC{ID: q.cur.id, Status: StatusLocalLength, Op: WCRecv, QPN: q.num})
+		q.protoFail(nil, termDDPTooLong)
+		return
+	}
+	// Scatter s.data at s.mo.
+	skip, data := uint64(s.mo), s.data
+	for _, g := range q.cur.sgl {
+		if len(data) == 0 {
+			break
+		}
+		if skip >= uint64(g.Len) {
+			skip -= uint64(g.Len)
+			continue
+		}
+		n := min(uint64(len(data)), uint64(g.Len)-skip)
+		mr, _, ok := q.dev.lookup(g.Key, q.pd, LocalWrite, g.Offset+skip, n)
+		if !ok {
+			q.cfg.RecvCQ.push(WC{ID: q.cur.id, Status: StatusLocalProtection, Op: WCRecv, QPN: q.num})
+			q.protoFail(nil, termCatastrophic)
+			return
+		}
+		copy(mr.buf[g.Offset+skip:], data[:n])
+		mr.mu.RUnlock()
+		data = data[n:]
+		skip = 0
+	}
+	if !s.last {
+		return
+	}
+	wc := WC{ID: q.cur.id, Op: WCRecv, Len: uint32(end), QPN: q.num}
+	if s.op == OpSendInv || s.op == OpSendSEInv {
+		if !q.invalidate(s.stag) {
+			q.protoFail(nil, termCannotInv)
+			return
+		}
+		wc.Flags, wc.InvKey = WCWithInv, s.stag
+	}
+	q.pushRecv(wc)
+}
+
+// invalidate ends remote access to this domain's region key.
+func (q *QP) invalidate(key uint32) bool {
+	mrs := *q.dev.mrs.Load()
+	idx := key >> 8
+	if idx == 0 || idx >= uint32(len(mrs)) {
+		return false
+	}
+	mr := mrs[idx]
+	if mr == nil || mr.key != key || mr.pd != q.pd || mr.access&remoteRights == 0 {
+		return false
+	}
+	mr.mu.Lock()
+	ok := mr.valid && !mr.invalidated
+	mr.invalidated = true
+	mr.mu.Unlock()
+	return ok
+}
+
+func (q *QP) pushRecv(wc WC) {
+	if !q.cfg.RecvCQ.push(wc) {
+		q.failed = true
+		q.fail(ErrCQOverflow, termCatastrophic)
+	}
+}
+
+// recvImmediate completes the receive an RDMA Write with immediate
+// consumes (RFC 7306 Immediate Data after the Write).
+func (q *QP) recvImmediate(s *segment) {
+	if len(s.data) != immediateLen {
+		q.protoFail(nil, termRemoteOp)
+		return
+	}
+	if !q.rq.take(&q.cur) {
+		q.protoFail(nil, termDDPNoBuffer)
+		return
+	}
+	q.pushRecv(WC{ID: q.cur.id, Op: WCRecvWithImm, Flags: WCWithImm,
+		Imm: binary.BigEndian.Uint32(s.data), QPN: q.num})
+}
+
+func (q *QP) recvReadRequest(s *segment) {
+	rr, ok := parseReadRequest(s.data)
+	if !ok {
+		q.protoFail(nil, termRemoteOp)
+		return
+	}
+	if rr.size > 0 {
+		mr, c, ok := q.dev.lookup(rr.srcSTag, q.pd, RemoteRead, rr.srcTO, uint64(rr.size))
+		if !ok {
+			q.protoFail(nil, c)
+			return
+		}
+		mr.mu.RUnlock()
+	}
+	if !q.queueResponse(response{kind: respRead, rr: rr}) {
+		q.protoFail(nil, termRemoteOp) // more Reads than IRD
+	}
+}
+
+func (q *QP) recvAtomicRequest(s *segment) {
+	ar, ok := parseAtomicRequest(s.data)
+	if !ok {
+		q.protoFail(nil, termRemoteOp)
+		return
+	}
+	if ar.to%8 != 0 {
+		q.protoFail(nil, termBounds)
+		return
+	}
+	mr, c, ok := q.dev.lookup(ar.stag, q.pd, RemoteAtomic, ar.to, 8)
+	if !ok {
+		q.protoFail(nil, c)
+		return
+	}
+	w := mr.buf[ar.to : ar.to+8]
+	q.dev.atomicMu.Lock()
+	orig := binary.NativeEndian.Uint64(w)
+	switch ar.aop {
+	case aopFetchAdd:
+		binary.NativeEndian.PutUint64(w, orig+ar.swapAdd)
+	case aopCmpSwap:
+		if orig&ar.compareMask == ar.compare&ar.compareMask {
+			binary.NativeEndian.PutUint64(w, orig&^ar.swapAddMask|ar.swapAdd&ar.swapAddMask)
+		}
+	}
+	q.dev.atomicMu.Unlock()
+	mr.mu.RUnlock()
+	if !q.queueResponse(response{kind: respAtomic, id: ar.id, orig: orig}) {
+		q.protoFail(nil, termRemoteOp)
+	}
+}
+
+func (q *QP) recvAtomicResponse(s *segment) {
+	if len(s.data) != atomicRespLen {
+		q.protoFail(nil, termRemoteOp)
+		return
+	}
+	id := binary.BigEndian.Uint32(s.data)
+	q.mu.Lock()
+	if q.ordN == 0 || !q.ord[q.ordH].atomic || uint32(q.ord[q.ordH].seq) != id {
+		q.mu.Unlock()
+		q.protoFail(nil, termRDMAPOpcode)
+		return
+	}
+	e := q.ord[q.ordH]
+	q.mu.Unlock()
+	mr, _, ok := q.dev.lookup(e.key, q.pd, LocalWrite, e.to, 8)
+	if !ok {
+		q.mu.Lock()
+		q.slotDone(e.seq, StatusLocalProtection, 0)
+		q.mu.Unlock()
+		q.protoFail(nil, termCatastrophic)
+		return
+	}
+	binary.NativeEndian.PutUint64(mr.buf[e.to:], binary.BigEndian.Uint64(s.data[4:]))
+	mr.mu.RUnlock()
+	q.mu.Lock()
+	if q.state == StateRTS {
+		q.ordH = (q.ordH + 1) % len(q.ord)
+		q.ordN--
+		q.slotDone(e.seq, StatusSuccess, 8)
+		q.completeLocked()
+	}
+	q.mu.Unlock()
+	q.wake()
+}
+
+// recvTerminate: the peer ended the connection. The oldest Read or atomic
+// outstanding, the request the peer was answering, completes with a
+// remote status; everything after it is flushed.
+func (q *QP) recvTerminate(s *segment) {
+	if len(s.data) < terminateLen {
+		q.failed = true
+		q.fail(terminateError(termRemoteOp, false), 0)
+		return
+	}
+	c := termCode(binary.BigEndian.Uint16(s.data))
+	st := StatusRemoteOp
+	if c.remoteAccess() {
+		st = StatusRemoteAccess
+	}
+	q.mu.Lock()
+	if q.ordN > 0 {
+		q.slotDone(q.ord[q.ordH].seq, st, 0)
+	}
+	q.mu.Unlock()
+	q.failed = true
+	q.fail(terminateError(c, false), 0)
+}
