@@ -19,8 +19,9 @@ import (
 // close after sending it a Terminate.
 const lingerTime = 2 * time.Second
 
-// tryWriter is a connection that can write without waiting: ustack's TCP
-// connections (stack's TryWrite).
+// tryWriter is stack.TryWriter (a connection that can write without
+// waiting: ustack's TCP connections), copied so that qp does not import
+// netstack; capability_test.go holds the two equal.
 type tryWriter interface {
 	TryWrite(b []byte) (int, error)
 }
@@ -72,13 +73,13 @@ func (q *QP) writeRaw(fd uintptr) bool {
 	return true // never wait for room
 }
 
-// workerPolled is a transport that reads the stream itself and hands
-// what it read to a consumer on its own goroutine: ustack's TCP
-// connections, whose worker calls consume with the bytes, straight from
+// workerPolled is stack.WorkerPoller, copied so that qp does not import
+// netstack (capability_test.go holds the two equal): a transport that
+// reads the stream itself and hands what it read to a consumer on its own
+// goroutine. ustack's worker calls consume with the bytes, straight from
 // its buffers and with the connection locked, right after the TCP
-// processing that brought them, then consumed with it unlocked (stack's
-// PollOnWorker). Neither may block; done is called once, when the stream
-// ends.
+// processing that brought them, then consumed with it unlocked. Neither
+// may block; done is called once, when the stream ends.
 type workerPolled interface {
 	PollOnWorker(consume func([]byte), consumed func() (woke bool), done func(error)) error
 }
