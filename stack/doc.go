@@ -58,11 +58,19 @@
 // Neither is in the chain unless configured. Stats counts everything,
 // Stats.Summary prints it, and package metrics exports it to Prometheus.
 //
+// Handlers (handler.go) are the run-to-completion API: a connection
+// served by a Handler has no goroutine; the worker that processed its
+// segments calls OnTraffic with netstack's bytes (the endpoint unlocked,
+// through tcp.Endpoint.ReadFunc) and the handler's Write runs netstack's
+// send path down to the TX ring before the worker polls again. Handler
+// streams, handler listeners and PollOnWorker connections share the
+// endpoint's ready list (workerpoll.go).
+//
 // TCP connections are ustack's own net.Conn (tcpconn.go) over netstack's
 // endpoint, allocation-free per Read and Write. Beyond net.Conn (and
 // CloseRead/CloseWrite) they offer, through an interface assertion,
-// PollOnWorker(consume, consumed, done), which hands the connection's reading
-// to the worker, and TryWrite(b), a Write that never waits: what a
+// PollOnWorker(consume, consumed, done) (WorkerPoller), which hands the connection's reading
+// to the worker, and TryWrite(b) (TryWriter), a Write that never waits: what a
 // protocol engine running on the worker needs. As sockets listen and
 // dial, their (address, protocol, port) is added to the XDP program's
 // owned_ports table, and removed once the connection has finished
