@@ -71,8 +71,9 @@ var ErrBufferFull = errors.New("ustack: stream's write buffer is full")
 const maxAcceptTurn = 64
 
 // Stream is a TCP connection served by a Handler. Its methods other than
-// AsyncWrite, Wake, LocalAddr, RemoteAddr, Context and SetContext may be
-// called only from the handler's methods, on the worker.
+// AsyncWrite, Wake, LocalAddr and RemoteAddr may be called only from its
+// own handler's calls (not from another stream's: a stream may be served
+// by another worker at the same time).
 type Stream struct {
 	st    *Stack
 	ep    *tcp.Endpoint
@@ -260,7 +261,8 @@ func (s *Stream) CloseWrite() error {
 // AsyncWrite queues b (copied) to be written on the worker, after what
 // the handler has written; it is safe from any goroutine. Errors are the
 // handler's to see (OnClose); AsyncWrite itself fails only if the stream
-// has ended, or with ErrBufferFull.
+// has ended, or with ErrBufferFull. Bytes queued while the stream is
+// closing are dropped.
 func (s *Stream) AsyncWrite(b []byte) error {
 	s.amu.Lock()
 	if s.poll.ended.Load() {
@@ -430,9 +432,12 @@ func (s *Stream) open() {
 		return
 	}
 	s.h.OnOpen(s)
+	if !s.closed {
+		s.wq.EventRegister(&s.poll.entry)
+	}
 	s.mu.Unlock()
-	s.wq.EventRegister(&s.poll.entry)
-	// What arrived before the registration fired no event.
+	// What arrived before the registration fired no event (and a stream
+	// OnOpen closed is owed its OnClose).
 	s.poll.push()
 }
 

@@ -337,3 +337,27 @@ func TestMemHandlerRequestAllocs(t *testing.T) {
 		t.Fatalf("%.2f allocations per round trip, want 0", n)
 	}
 }
+
+// TestMemHandlerCloseInOnOpen: a handler that refuses connections by
+// closing them in OnOpen still gets OnClose, once, and the peer sees the
+// connection end.
+func TestMemHandlerCloseInOnOpen(t *testing.T) {
+	mp := newMemPair(t, Adaptive)
+	h := &funcHandler{open: func(s *Stream) { s.Write([]byte("no")); s.Close() }}
+	ln, err := mp.b.ListenHandler("tcp4", ":12", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), 12).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	got, err := io.ReadAll(c)
+	if err != nil || string(got) != "no" {
+		t.Fatalf("read %q, %v; want \"no\" then EOF", got, err)
+	}
+	waitFor(t, "OnClose", func() bool { return h.closeErr() == nil })
+}
