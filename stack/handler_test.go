@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -360,4 +361,65 @@ func TestMemHandlerCloseInOnOpen(t *testing.T) {
 		t.Fatalf("read %q, %v; want \"no\" then EOF", got, err)
 	}
 	waitFor(t, "OnClose", func() bool { return h.closeErr() == nil })
+}
+
+// TestMemHandlerConnectionMemory compares what 2,000 idle connections
+// hold, both ends together (live heap plus goroutine stacks), when the
+// server is a Handler and when it is a goroutine per net.Conn reading a
+// 128-byte buffer: the handler's connections have no goroutine, so they
+// must hold less, by at least the 2 KiB a parked goroutine's smallest
+// stack takes.
+func TestMemHandlerConnectionMemory(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector enlarges every frame and object")
+	}
+	const n = 2000
+	measure := func(handler bool) int64 {
+		mp := newMemPair(t, Spin)
+		if handler {
+			ln, err := mp.b.ListenHandler("tcp4", ":7", &echoHandler{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ln.Close() })
+		} else {
+			ln, err := mp.b.Listen("tcp4", ":7")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ln.Close() })
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go func() {
+						defer c.Close()
+						b := make([]byte, 128)
+						for {
+							n, err := c.Read(b)
+							if err != nil {
+								return
+							}
+							c.Write(b[:n])
+						}
+					}()
+				}
+			}()
+		}
+		var before, after runtime.MemStats
+		settleHeap(&before)
+		echoConns(t, mp, n)
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		return (int64(after.HeapAlloc+after.StackInuse) - int64(before.HeapAlloc+before.StackInuse)) / n
+	}
+	conn := measure(false)
+	hand := measure(true)
+	t.Logf("%d idle connections, both ends, heap + stacks: %d bytes each with a net.Conn server, %d with a Handler", n, conn, hand)
+	if hand > conn-2<<10 {
+		t.Errorf("a Handler's connection holds %d bytes, a net.Conn server's %d: want at least 2 KiB less", hand, conn)
+	}
 }
