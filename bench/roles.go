@@ -100,10 +100,9 @@ func serveMain(args []string) error {
 				servedFloor.ResetSink()
 			}
 		case "sink":
-			var r sinkResult
+			var r reflector.Count
 			if servedFloor != nil {
-				st := servedFloor.Sink()
-				r = sinkResult{Frames: st.Frames, Bytes: st.Bytes, Seconds: st.Last.Sub(st.First).Seconds()}
+				r = servedFloor.Sink().Count()
 			}
 			b, _ := json.Marshal(r)
 			fmt.Printf("SINK %s\n", b)
@@ -126,15 +125,6 @@ func serveMain(args []string) error {
 		fmt.Fprintf(os.Stderr, "bench serve: %s cleanup still running after 3s; exiting\n", *contender)
 	}
 	return nil
-}
-
-// sinkResult is what a floor server's sink received, as its SINK line
-// gives it: frames, UDP payload bytes, seconds from the first batch to
-// the last.
-type sinkResult struct {
-	Frames  int64   `json:"frames"`
-	Bytes   int64   `json:"bytes"`
-	Seconds float64 `json:"seconds"`
 }
 
 // clientResult is what a client child reports, as one JSON line.
@@ -266,7 +256,7 @@ func clientMain(args []string) error {
 			// The pause lets the parent's reset reach the floor first.
 			mark("START")
 			time.Sleep(50 * time.Millisecond)
-			n, err := blastUDP(ctx, dial, *bulkAddr, *size, *duration)
+			n, err := reflector.Blast(ctx, reflector.Dialer(dial), *bulkAddr, *size, *duration)
 			mark("END")
 			if err != nil {
 				return err
@@ -295,7 +285,7 @@ func clientMain(args []string) error {
 	case "bulk-s2c":
 		if *proto == "udp" {
 			mark("START")
-			r, err := countUDPStream(ctx, dial, *sourceAddr, *duration)
+			r, err := reflector.CountStream(ctx, reflector.Dialer(dial), *sourceAddr, *duration)
 			mark("END")
 			if err != nil {
 				return err
@@ -392,102 +382,6 @@ func clientDialer(kind, iface string) (dial echo.Dialer, closeDial func(), xdpMo
 
 // floorClientPort is the floor-floor client's UDP port.
 const floorClientPort = 40000
-
-// blastUDP sends size-byte datagrams to addr from one kernel socket as
-// fast as it takes them, for d, and returns how many it sent. The floor's
-// bulk: what arrives is counted at the other end. With UDP segmentation
-// offload (UDP_SEGMENT) each write is udpGSOSegments datagrams that the
-// kernel cuts in software, which halves the sender's cost per datagram;
-// without it (an older kernel), one datagram a write.
-func blastUDP(ctx context.Context, dial echo.Dialer, addr string, size int, d time.Duration) (int64, error) {
-	c, err := dial(ctx, "udp", addr)
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	per := 1
-	if uc, ok := c.(*net.UDPConn); ok {
-		if rc, err := uc.SyscallConn(); err == nil {
-			var serr error
-			rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, size) })
-			if serr == nil {
-				per = udpGSOSegments
-			}
-		}
-	}
-	msg := make([]byte, size*per)
-	var n int64
-	for t0, i := time.Now(), 0; ; i++ {
-		if i%16 == 0 && (time.Since(t0) >= d || ctx.Err() != nil) {
-			return n, ctx.Err()
-		}
-		if _, err := c.Write(msg); err != nil && !errors.Is(err, unix.ENOBUFS) {
-			return n, fmt.Errorf("udp blast: %w", err)
-		}
-		n += int64(per)
-	}
-}
-
-// udpGSOSegments is how many datagrams blastUDP writes at once with UDP
-// segmentation offload: 44 × 1472 bytes, the most under 64 KiB.
-const udpGSOSegments = 44
-
-// countUDPStream asks the floor's source at addr for a stream of d and
-// counts the datagrams that reach a kernel UDP socket, from the first to
-// the last. The floor's bulk-s2c.
-func countUDPStream(ctx context.Context, dial echo.Dialer, addr string, d time.Duration) (sinkResult, error) {
-	c, err := dial(ctx, "udp", addr)
-	if err != nil {
-		return sinkResult{}, err
-	}
-	defer c.Close()
-	if uc, ok := c.(*net.UDPConn); ok {
-		uc.SetReadBuffer(8 << 20)
-	}
-	var req [8]byte
-	binary.BigEndian.PutUint64(req[:], uint64(d))
-	if _, err := c.Write(req[:]); err != nil {
-		return sinkResult{}, fmt.Errorf("stream request: %w", err)
-	}
-	buf := make([]byte, 1<<16)
-	var r sinkResult
-	var first, last time.Time
-	// Until the first datagram, the request may take a moment; after,
-	// 100 ms without one ends the stream.
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
-	for i := 0; ; i++ {
-		n, err := c.Read(buf)
-		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				break
-			}
-			return r, fmt.Errorf("stream: %w", err)
-		}
-		now := time.Now()
-		if first.IsZero() {
-			first = now
-			continue // the interval starts with it
-		}
-		last = now
-		r.Frames++
-		r.Bytes += int64(n)
-		if i%256 == 0 {
-			c.SetReadDeadline(now.Add(100 * time.Millisecond))
-		}
-		if now.Sub(first) > d+maxStreamSlack {
-			break
-		}
-	}
-	if r.Frames == 0 {
-		return r, errors.New("stream: no datagrams from the floor's source")
-	}
-	r.Seconds = last.Sub(first).Seconds()
-	return r, nil
-}
-
-// maxStreamSlack bounds how long past the requested time a stream is
-// read.
-const maxStreamSlack = time.Second
 
 // busyConn reads by spinning on a non-blocking socket with SO_BUSY_POLL
 // set, the strongest latency setting the kernel offers per socket.

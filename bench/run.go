@@ -571,7 +571,7 @@ func serverSink(srv *server, m *result) error {
 	if err != nil {
 		return err
 	}
-	var st sinkResult
+	var st reflector.Count
 	if rest, ok := strings.CutPrefix(line, "SINK "); !ok || json.Unmarshal([]byte(rest), &st) != nil {
 		return fmt.Errorf("floor sink: unexpected %q", line)
 	}

@@ -54,6 +54,12 @@ type SinkStats struct {
 	First, Last time.Time
 }
 
+// Count returns the counts with the seconds from the first batch to the
+// last.
+func (s SinkStats) Count() Count {
+	return Count{Frames: s.Frames, Bytes: s.Bytes, Seconds: s.Last.Sub(s.First).Seconds()}
+}
+
 // Sink returns the sink's counters.
 func (f *Floor) Sink() SinkStats {
 	s := SinkStats{Frames: f.sinkFrames.Load(), Bytes: f.sinkBytes.Load()}
