@@ -155,6 +155,7 @@ func TestXDPModesReportsWhatAttached(t *testing.T) {
 // appear, and the report's placement line must name the placement.
 func TestPrivilegedQuickRun(t *testing.T) {
 	vethtest.Privileged(t)
+	exclusive(t)
 	own, err := child.OwnCPUs()
 	if err != nil {
 		t.Fatal(err)
@@ -305,6 +306,7 @@ func checkBreakdown(t *testing.T, key string, r result) {
 // may use this process's CPUs, and the report says so.
 func TestPrivilegedSharedRun(t *testing.T) {
 	vethtest.Privileged(t)
+	exclusive(t)
 	o, err := parseFlags([]string{"-quick", "-shared", "-contenders", "ustack", "-workloads", "pingpong", "-out", t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -403,4 +405,14 @@ func TestReportQueuePairReferences(t *testing.T) {
 			t.Errorf("report has %q without the figures for it:\n%s", absent, got)
 		}
 	}
+}
+
+// exclusive keeps the test's measurements from running beside another
+// package's (child.Exclusive).
+func exclusive(t *testing.T) {
+	release, err := child.Exclusive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
 }

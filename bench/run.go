@@ -508,6 +508,9 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 		line, err := cl.ReadLine(limit)
 		if err != nil {
 			m.Error = err.Error()
+			if e := srv.Stderr(); e != "" {
+				m.Error += " (server stderr: " + e + ")"
+			}
 			cl.Stop()
 			return m
 		}

@@ -8,12 +8,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ustack-dev/ustack/vethtest"
+	"golang.org/x/sys/unix"
 )
 
 // Role is what a child does: serve or drive a workload.
@@ -186,4 +188,21 @@ func statusField(pid int, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// Exclusive takes a machine-wide lock (a file lock in the temporary
+// directory) that timing-sensitive runs share, and returns its release.
+// go test runs packages in parallel: two benchmark runs at once on a small
+// machine skew each other's figures several-fold, and a test that compares
+// figures must not run beside another that measures them.
+func Exclusive() (release func(), err error) {
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "ustack-timing.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("timing lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("timing lock: %w", err)
+	}
+	return func() { f.Close() }, nil
 }

@@ -81,15 +81,29 @@ func CountStream(ctx context.Context, dial Dialer, addr string, d time.Duration)
 	}
 	var req [8]byte
 	binary.BigEndian.PutUint64(req[:], uint64(d))
-	if _, err := c.Write(req[:]); err != nil {
-		return Count{}, fmt.Errorf("stream request: %w", err)
-	}
 	buf := make([]byte, 1<<16)
 	var r Count
 	var first, last time.Time
-	// Until the first datagram, the request may take a moment; after,
-	// 100 ms without one ends the stream.
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	// The request is a datagram: one that arrives while the floor's RX
+	// ring is still full of a previous blast is dropped, so it goes again
+	// every 200 ms until the stream starts (a duplicate that arrives
+	// during the stream is dropped by the floor), for up to 2 s.
+	for try := 0; first.IsZero(); try++ {
+		if try == 10 {
+			return r, errors.New("stream: no datagrams from the floor's source in 2s")
+		}
+		if _, err := c.Write(req[:]); err != nil {
+			return r, fmt.Errorf("stream request: %w", err)
+		}
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if _, err := c.Read(buf); err == nil {
+			first = time.Now() // the interval starts with it
+		} else if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return r, fmt.Errorf("stream: %w", err)
+		}
+	}
+	// After the first datagram, 100 ms without one ends the stream.
+	c.SetReadDeadline(first.Add(100 * time.Millisecond))
 	for i := 0; ; i++ {
 		n, err := c.Read(buf)
 		if err != nil {
@@ -99,10 +113,6 @@ func CountStream(ctx context.Context, dial Dialer, addr string, d time.Duration)
 			return r, fmt.Errorf("stream: %w", err)
 		}
 		now := time.Now()
-		if first.IsZero() {
-			first = now
-			continue // the interval starts with it
-		}
 		last = now
 		r.Frames++
 		r.Bytes += int64(n)
