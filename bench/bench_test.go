@@ -416,3 +416,58 @@ func exclusive(t *testing.T) {
 	}
 	t.Cleanup(release)
 }
+
+// TestReportFloorRatios: each ping-pong is set against the floor with the
+// same kind of client (floor for a kernel socket, floor-floor for
+// ustack's AF_XDP client), each bulk against the floor's in the same
+// direction, and the report's placement line names the placement.
+func TestReportFloorRatios(t *testing.T) {
+	rtt := func(p50 float64) *rttQuantiles {
+		return &rttQuantiles{P50: p50, P90: p50, P99: 2 * p50, P999: 2 * p50, Max: 2 * p50}
+	}
+	pp := func(c string, p50 float64) result {
+		return result{Contender: c, Workload: "pingpong", Size: 64, Count: 100, RTT: rtt(p50)}
+	}
+	bulk := func(c, w string, gbps float64) result {
+		return result{Contender: c, Workload: w, Size: 1, Gbps: gbps}
+	}
+	r := &report{Machine: machine{Placement: child.TwoHosts, PlacementDetail: "two hosts: servers on CPU 1, clients on CPU 0"},
+		Medians: []result{
+			pp("kernel", 60), pp("ustack", 30), pp("ustack-ustack", 12), pp("floor", 10), pp("floor-floor", 4),
+			bulk("kernel", "bulk", 30), bulk("ustack", "bulk", 6), bulk("floor", "bulk", 8),
+			bulk("kernel", "bulk-s2c", 30), bulk("ustack", "bulk-s2c", 4), bulk("floor", "bulk-s2c", 5),
+		}}
+	for _, c := range []struct {
+		contender, workload string
+		want                string
+	}{
+		{"kernel", "pingpong", "6.00x"},
+		{"ustack", "pingpong", "3.00x"},
+		{"ustack-ustack", "pingpong", "3.00x"}, // against floor-floor's 4 µs
+		{"floor-floor", "pingpong", "1.00x"},
+		{"ustack", "bulk", "0.75x"},
+		{"ustack", "bulk-s2c", "0.80x"},
+	} {
+		x := r.find(c.contender, c.workload, 0)
+		if got := r.floorRatio(x, rttP50); got != c.want {
+			t.Errorf("%s %s ×floor = %s, want %s", c.contender, c.workload, got, c.want)
+		}
+	}
+	var out strings.Builder
+	r.printTables(&out)
+	if want := "\nplacement: two hosts: servers on CPU 1, clients on CPU 0 (the placement of record; -shared for the scheduler's)"; !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+	for _, want := range []string{
+		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack-ustack p50 ≤ 2× floor-floor", 3.0, "not met"),
+		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack bulk client→server ≥ 0.5× floor's", 0.75, "met"),
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("targets lack %q:\n%s", want, out.String())
+		}
+	}
+	r.Machine.Placement, r.Machine.PlacementDetail = child.Shared, child.Placement{}.String()
+	if got := r.placementLine(); !strings.HasPrefix(got, "placement: shared: ") || !strings.Contains(got, "(-shared;") {
+		t.Errorf("shared placement line %q", got)
+	}
+}
