@@ -10,10 +10,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ustack-dev/ustack/internal/child"
 	"github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/internal/perftest"
 	"github.com/ustack-dev/ustack/vethtest"
@@ -38,12 +39,65 @@ func TestParseFlags(t *testing.T) {
 			t.Errorf("parseFlags(%q) accepted", bad)
 		}
 	}
-	o, err := parseFlags([]string{"-quick", "-contenders", "ustack"})
+	o, err := parseFlags([]string{"-quick", "-contenders", "ustack", "-shared"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.contenders[0] != "kernel" || o.duration > 400e6 || len(o.sizes) != 1 {
+	if o.contenders[0] != "kernel" || o.duration > 400e6 || len(o.sizes) != 1 || o.placement.Pinned() {
 		t.Errorf("quick options: %+v", o)
+	}
+	for _, bad := range [][]string{{"-split", "-shared"}, {"-all", "-contenders", "ustack"}} {
+		if _, err := parseFlags(append(bad, "-shared")); err == nil {
+			t.Errorf("parseFlags(%q) accepted", bad)
+		}
+	}
+	o, err = parseFlags([]string{"-all", "-shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.contenders) != len(allContenders) {
+		t.Errorf("-all runs %v, not all %d contenders", o.contenders, len(allContenders))
+	}
+	o, err = parseFlags([]string{"-shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(o.contenders, recordNames()) {
+		t.Errorf("default contenders %v, want those of record %v", o.contenders, recordNames())
+	}
+	for _, want := range []string{"kernel", "kernel-busypoll", "ustack", "ustack-1p", "ustack-ustack", "floor", "floor-floor"} {
+		if !slices.Contains(recordNames(), want) {
+			t.Errorf("%s is not of record", want)
+		}
+	}
+}
+
+// TestPlacementFlags: the two-hosts placement is the default (-split
+// still names it), -shared the scheduler's; on a one-CPU process the
+// default fails and says to use -shared.
+func TestPlacementFlags(t *testing.T) {
+	own, err := child.OwnCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{nil, {"-split"}} {
+		o, err := parseFlags(args)
+		if len(own) < 2 {
+			if err == nil || !strings.Contains(err.Error(), "-shared") {
+				t.Errorf("parseFlags(%q) on CPUs %v: error %v, want one that suggests -shared", args, own, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(o.placement.Server, own[len(own)-1:]) || !slices.Equal(o.placement.Client, own[:len(own)-1]) {
+			t.Errorf("parseFlags(%q): placement %+v, own CPUs %v", args, o.placement, own)
+		}
+	}
+	o, err := parseFlags([]string{"-shared"})
+	if err != nil || o.placement.Pinned() {
+		t.Errorf("-shared: placement %+v, %v", o.placement, err)
 	}
 }
 
@@ -95,11 +149,28 @@ func TestXDPModesReportsWhatAttached(t *testing.T) {
 // TestPrivilegedQuickRun runs the whole benchmark in -quick mode and checks
 // that every contender produced sane figures, without asserting any
 // timing: on a 2-vCPU VM the figures are too noisy for that.
+//
+// It runs in the placement of record (two hosts), or where this process
+// may use one CPU only, in the shared one; every contender of record must
+// appear, and the report's placement line must name the placement.
 func TestPrivilegedQuickRun(t *testing.T) {
 	vethtest.Privileged(t)
-	o, err := parseFlags([]string{"-quick", "-out", t.TempDir()})
+	exclusive(t)
+	own, err := child.OwnCPUs()
 	if err != nil {
 		t.Fatal(err)
+	}
+	args := []string{"-quick", "-out", t.TempDir()}
+	if len(own) < 2 {
+		args = append(args, "-shared")
+	}
+	o, err := parseFlags(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantServer, wantClient := child.CPUsAllowed(os.Getpid()), child.CPUsAllowed(os.Getpid())
+	if o.placement.Pinned() {
+		wantServer, wantClient = cpuRange(o.placement.Server), cpuRange(o.placement.Client)
 	}
 	var log strings.Builder
 	o.log = func(f string, a ...any) { log.WriteString(strings.TrimSpace(sprintf(f, a...)) + "\n") }
@@ -132,8 +203,8 @@ func TestPrivilegedQuickRun(t *testing.T) {
 		if r.Contender == "ustack-ustack" && r.ClientXDP != "native" {
 			t.Errorf("%s: ustack client reported XDP mode %q, want native on veth", key, r.ClientXDP)
 		}
-		if own := cpusAllowed(os.Getpid()); r.ServerCPUs != own || r.ClientCPUs != own {
-			t.Errorf("%s: unpinned run, server on CPUs %q and client on %q, want this process's %q", key, r.ServerCPUs, r.ClientCPUs, own)
+		if r.ServerCPUs != wantServer || r.ClientCPUs != wantClient {
+			t.Errorf("%s: %s placement, server on CPUs %q and client on %q, want %q and %q", key, o.placement.Name(), r.ServerCPUs, r.ClientCPUs, wantServer, wantClient)
 		}
 		switch r.Workload {
 		case "pingpong":
@@ -158,6 +229,9 @@ func TestPrivilegedQuickRun(t *testing.T) {
 			if r.Bytes < 1<<20 || r.Gbps <= 0 {
 				t.Errorf("%s: %d bytes, %v Gbit/s", key, r.Bytes, r.Gbps)
 			}
+			if floor := r.Contender == "floor"; floor != (r.FramesPerSec > 0) || floor && r.Bytes != r.Count*int64(r.Size) {
+				t.Errorf("%s: %d frames of %d bytes, %d bytes, %v frames/s", key, r.Count, r.Size, r.Bytes, r.FramesPerSec)
+			}
 		case "qp-bw":
 			if r.Count < 1000 || r.Bytes != r.Count*int64(r.Size) || r.Gbps <= 0 {
 				t.Errorf("%s: %d Writes of %d bytes, %d bytes, %v Gbit/s", key, r.Count, r.Size, r.Bytes, r.Gbps)
@@ -171,8 +245,11 @@ func TestPrivilegedQuickRun(t *testing.T) {
 		}
 	}
 	for _, c := range allContenders {
-		if c.optIn() {
-			continue // runs only when asked for
+		if !c.Record {
+			if slices.ContainsFunc(rep.Results, func(r result) bool { return r.Contender == c.Name }) {
+				t.Errorf("%s ran, but is not of record", c.Name)
+			}
+			continue
 		}
 		for _, w := range c.Workloads {
 			if w == "qp" && perftest.RaceEnabled {
@@ -191,20 +268,17 @@ func TestPrivilegedQuickRun(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || len(back.Medians) != len(rep.Medians) {
 		t.Errorf("results.json does not round-trip: %v", err)
 	}
+	if back.Machine.Placement != o.placement.Name() || back.Machine.PlacementDetail != o.placement.String() {
+		t.Errorf("results.json's placement %q (%q), ran %q", back.Machine.Placement, back.Machine.PlacementDetail, o.placement)
+	}
+	if want := "\nplacement: " + o.placement.String() + " ("; !strings.Contains(out.String(), want) {
+		t.Errorf("report does not say %q", want)
+	}
 	for _, f := range []string{"rtt_cdf.png", "bars.png"} {
 		if st, err := os.Stat(filepath.Join(o.out, f)); err != nil || st.Size() < 1000 {
 			t.Errorf("%s missing or empty: %v", f, err)
 		}
 	}
-}
-
-func contenderNamed(name string) *contender {
-	for i := range allContenders {
-		if allContenders[i].Name == name {
-			return &allContenders[i]
-		}
-	}
-	return nil
 }
 
 func sprintf(f string, a ...any) string { return fmt.Sprintf(f, a...) }
@@ -228,18 +302,12 @@ func checkBreakdown(t *testing.T, key string, r result) {
 	}
 }
 
-// TestPrivilegedSplitRun: with -split every server runs on the last CPU
-// and every client on the others, and the report says so.
-func TestPrivilegedSplitRun(t *testing.T) {
+// TestPrivilegedSharedRun: with -shared nothing is pinned, every child
+// may use this process's CPUs, and the report says so.
+func TestPrivilegedSharedRun(t *testing.T) {
 	vethtest.Privileged(t)
-	own, err := ownCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(own) < 2 {
-		t.Skipf("-split needs 2 CPUs, this process may use %v", own)
-	}
-	o, err := parseFlags([]string{"-quick", "-split", "-contenders", "ustack", "-workloads", "pingpong,qp-handler", "-out", t.TempDir()})
+	exclusive(t)
+	o, err := parseFlags([]string{"-quick", "-shared", "-contenders", "ustack", "-workloads", "pingpong", "-out", t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,27 +319,32 @@ func TestPrivilegedSplitRun(t *testing.T) {
 	if len(rep.Failures) > 0 {
 		t.Errorf("failures: %v", rep.Failures)
 	}
-	server, client := strconv.Itoa(own[len(own)-1]), cpuList(own[:len(own)-1])
-	if len(own) > 2 && own[len(own)-2]-own[0] == len(own)-2 {
-		client = fmt.Sprintf("%d-%d", own[0], own[len(own)-2]) // /proc's range form
+	if len(rep.Results) != 2 {
+		t.Errorf("%d results, want kernel and ustack ping-pong", len(rep.Results))
 	}
-	if len(rep.Results) != 4 {
-		t.Errorf("%d results, want kernel and ustack, ping-pong and qp-handler", len(rep.Results))
-	}
+	own := child.CPUsAllowed(os.Getpid())
 	for _, r := range rep.Results {
 		key := r.Contender + "/" + r.Workload
 		if r.Error != "" || r.RTT == nil || r.RTT.P50 <= 0 {
 			t.Errorf("%s: error %q, RTT %+v", key, r.Error, r.RTT)
 		}
-		if r.ServerCPUs != server || r.ClientCPUs != client {
-			t.Errorf("%s: server on CPUs %q, client on %q; want %q and %q", key, r.ServerCPUs, r.ClientCPUs, server, client)
+		if r.ServerCPUs != own || r.ClientCPUs != own {
+			t.Errorf("%s: server on CPUs %q, client on %q; want this process's %q", key, r.ServerCPUs, r.ClientCPUs, own)
 		}
 	}
 	var out strings.Builder
 	rep.printTables(&out)
-	if want := "pinned (-split): servers on CPU " + cpuList(own[len(own)-1:]); !strings.Contains(out.String(), want) {
-		t.Errorf("report does not say %q:\n%s", want, out.String())
+	if want := "\nplacement: shared: the scheduler places"; !strings.Contains(out.String(), want) || rep.Machine.Placement != child.Shared {
+		t.Errorf("report does not say %q (placement %q):\n%s", want, rep.Machine.Placement, out.String())
 	}
+}
+
+// cpuRange formats CPUs as /proc's Cpus_allowed_list does: "3", "0-2".
+func cpuRange(cpus []int) string {
+	if len(cpus) >= 2 && cpus[len(cpus)-1]-cpus[0] == len(cpus)-1 {
+		return fmt.Sprintf("%d-%d", cpus[0], cpus[len(cpus)-1])
+	}
+	return child.List(cpus)
 }
 
 // TestReportWithoutPingPong: a run of queue-pair workloads only (bench
@@ -331,5 +404,70 @@ func TestReportQueuePairReferences(t *testing.T) {
 		if strings.Contains(got, absent) {
 			t.Errorf("report has %q without the figures for it:\n%s", absent, got)
 		}
+	}
+}
+
+// exclusive keeps the test's measurements from running beside another
+// package's (child.Exclusive).
+func exclusive(t *testing.T) {
+	release, err := child.Exclusive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+}
+
+// TestReportFloorRatios: each ping-pong is set against the floor with the
+// same kind of client (floor for a kernel socket, floor-floor for
+// ustack's AF_XDP client), each bulk against the floor's in the same
+// direction, and the report's placement line names the placement.
+func TestReportFloorRatios(t *testing.T) {
+	rtt := func(p50 float64) *rttQuantiles {
+		return &rttQuantiles{P50: p50, P90: p50, P99: 2 * p50, P999: 2 * p50, Max: 2 * p50}
+	}
+	pp := func(c string, p50 float64) result {
+		return result{Contender: c, Workload: "pingpong", Size: 64, Count: 100, RTT: rtt(p50)}
+	}
+	bulk := func(c, w string, gbps float64) result {
+		return result{Contender: c, Workload: w, Size: 1, Gbps: gbps}
+	}
+	r := &report{Machine: machine{Placement: child.TwoHosts, PlacementDetail: "two hosts: servers on CPU 1, clients on CPU 0"},
+		Medians: []result{
+			pp("kernel", 60), pp("ustack", 30), pp("ustack-ustack", 12), pp("floor", 10), pp("floor-floor", 4),
+			bulk("kernel", "bulk", 30), bulk("ustack", "bulk", 6), bulk("floor", "bulk", 8),
+			bulk("kernel", "bulk-s2c", 30), bulk("ustack", "bulk-s2c", 4), bulk("floor", "bulk-s2c", 5),
+		}}
+	for _, c := range []struct {
+		contender, workload string
+		want                string
+	}{
+		{"kernel", "pingpong", "6.00x"},
+		{"ustack", "pingpong", "3.00x"},
+		{"ustack-ustack", "pingpong", "3.00x"}, // against floor-floor's 4 µs
+		{"floor-floor", "pingpong", "1.00x"},
+		{"ustack", "bulk", "0.75x"},
+		{"ustack", "bulk-s2c", "0.80x"},
+	} {
+		x := r.find(c.contender, c.workload, 0)
+		if got := r.floorRatio(x, rttP50); got != c.want {
+			t.Errorf("%s %s ×floor = %s, want %s", c.contender, c.workload, got, c.want)
+		}
+	}
+	var out strings.Builder
+	r.printTables(&out)
+	if want := "\nplacement: two hosts: servers on CPU 1, clients on CPU 0 (the placement of record; -shared for the scheduler's)"; !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+	for _, want := range []string{
+		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack-ustack p50 ≤ 2× floor-floor", 3.0, "not met"),
+		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack bulk client→server ≥ 0.5× floor's", 0.75, "met"),
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("targets lack %q:\n%s", want, out.String())
+		}
+	}
+	r.Machine.Placement, r.Machine.PlacementDetail = child.Shared, child.Placement{}.String()
+	if got := r.placementLine(); !strings.HasPrefix(got, "placement: shared: ") || !strings.Contains(got, "(-shared;") {
+		t.Errorf("shared placement line %q", got)
 	}
 }

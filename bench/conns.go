@@ -16,8 +16,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -88,21 +86,6 @@ func heldConns(ctx context.Context, dial echo.Dialer, addr string, n int, mark f
 		return clientResult{}, fmt.Errorf("waiting for release: %q, %v", line, err)
 	}
 	return clientResult{Count: int64(n), Seconds: el.Seconds()}, nil
-}
-
-// rssBytes returns a process's resident set size.
-func rssBytes(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }
 
 // printConns prints the held-connections table.

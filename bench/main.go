@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ustack-dev/ustack/internal/child"
 )
 
 // options are the benchmark's settings.
@@ -29,11 +32,11 @@ type options struct {
 	contenders []string
 	workloads  map[string]bool // nil: every contender's own
 	kernelGRO  bool
-	// split places every server on the last CPU and every client on
-	// the others, as on two machines (nil without -split: the scheduler
-	// places them, and a client may share a vCPU with its server).
-	split *placement
-	log   func(format string, args ...any)
+	// placement pins every server to the last CPU and every client to
+	// the others, as on two machines (the default, of record); -shared
+	// leaves it empty, and the scheduler places them.
+	placement child.Placement
+	log       func(format string, args ...any)
 }
 
 func main() {
@@ -72,8 +75,10 @@ func parseFlags(args []string) (options, error) {
 	runs := fs.Int("runs", 1, "repeat every measurement this many times and report medians")
 	out := fs.String("out", "results", "`directory` for results.json and the plots")
 	kernelGRO := fs.Bool("kernel-gro", false, "turn GRO on at the client's (kernel) veth end, as behind a NIC: the kernel then coalesces what ustack sends")
-	contenders := fs.String("contenders", strings.Join(allContenderNames(), ","), "comma-separated `contenders` to run (kernel always runs, as the reference)")
-	split := fs.Bool("split", false, "pin every server to the last CPU and every client to the others, as on two machines (by default the scheduler places them, and a client and its server may share a vCPU)")
+	contenders := fs.String("contenders", "", "comma-separated `contenders` to run (kernel always runs, as the reference; default: the contenders of record, "+strings.Join(recordNames(), ", ")+")")
+	all := fs.Bool("all", false, "run every contender, the contenders of record and the rest: "+strings.Join(extraNames(), ", "))
+	shared := fs.Bool("shared", false, "let the scheduler place servers and clients, so that a client and its server may share a CPU (default: the two-hosts placement of record, servers pinned to the last CPU this process may use and clients to the others)")
+	fs.Bool("split", false, "the two-hosts placement, now the default (accepted for older scripts; conflicts with -shared)")
 	workloads := fs.String("workloads", "", "comma-separated `workloads` to run (pingpong, qp, rate, bulk, bulk-s2c, conns; default all of each contender's)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -99,30 +104,44 @@ func parseFlags(args []string) (options, error) {
 	if o.warmup < 0 || o.conns < 1 || o.conns > 10000 || o.pipeline < 1 || o.pipeline > 1024 || o.runs < 1 || o.runs > 100 {
 		return o, fmt.Errorf("-warmup ≥ 0, -conns 1..10000, -pipeline 1..1024, -runs 1..100")
 	}
-	if *split {
-		cpus, err := ownCPUs()
-		if err != nil {
-			return o, fmt.Errorf("-split: %w", err)
+	split := false
+	fs.Visit(func(f *flag.Flag) { split = split || f.Name == "split" && f.Value.String() == "true" })
+	if split && *shared {
+		return o, errors.New("-split and -shared: choose one placement (-split is the default)")
+	}
+	if !*shared {
+		pl, err := child.OwnTwoHosts()
+		if errors.Is(err, child.ErrOneCPU) {
+			return o, fmt.Errorf("%w; run with -shared to let the scheduler place servers and clients on the one CPU (figures then are not the two-hosts figures of record)", err)
 		}
-		pl, err := splitPlacement(cpus)
 		if err != nil {
-			return o, fmt.Errorf("-split: %w", err)
+			return o, err
 		}
-		o.split = &pl
+		o.placement = pl
+	}
+	if *all && *contenders != "" {
+		return o, errors.New("-all and -contenders: choose one")
 	}
 	known := map[string]bool{}
 	for _, c := range allContenders {
 		known[c.Name] = true
 	}
+	names := recordNames()
+	switch {
+	case *all:
+		names = append(names, extraNames()...)
+	case *contenders != "":
+		names = strings.Split(*contenders, ",")
+	}
 	o.contenders = []string{"kernel"}
-	for _, c := range strings.Split(*contenders, ",") {
+	for _, c := range names {
 		c = strings.TrimSpace(c)
 		if !known[c] {
-			var all []string
+			var every []string
 			for _, c := range allContenders {
-				all = append(all, c.Name)
+				every = append(every, c.Name)
 			}
-			return o, fmt.Errorf("-contenders: unknown %q (known: %s)", c, strings.Join(all, ", "))
+			return o, fmt.Errorf("-contenders: unknown %q (known: %s)", c, strings.Join(every, ", "))
 		}
 		if c != "kernel" {
 			o.contenders = append(o.contenders, c)

@@ -5,7 +5,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"image/color"
 	"io"
 	"math"
 	"os"
@@ -13,11 +12,14 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/ustack-dev/ustack/internal/child"
 	"github.com/ustack-dev/ustack/stack"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 func (r *report) find(contender, workload string, size int) *result {
@@ -79,14 +81,40 @@ func (r *report) contenders() []string {
 	return names
 }
 
+// placementLine says where the processes ran, as the report's second
+// line.
+func (r *report) placementLine() string {
+	m := r.Machine
+	if m.Placement == child.TwoHosts {
+		return fmt.Sprintf("placement: %s (the placement of record; -shared for the scheduler's); servers in one namespace, clients in the other; Go's default GOMAXPROCS follows each process's CPUs (ustack-1p's is 1)", m.PlacementDetail)
+	}
+	return fmt.Sprintf("placement: %s (-shared; the figures of record use the two-hosts placement); servers in one namespace, clients in the other; every process runs with Go's default GOMAXPROCS (%d) except ustack-1p's (1)", m.PlacementDetail, m.CPUs)
+}
+
+// floorRatio is x's figure (RTT p50 or p99 by q, or Gbit/s) over its
+// floor's in the same run, "-" where there is none.
+func (r *report) floorRatio(x *result, q func(*rttQuantiles) float64) string {
+	c := contenderNamed(x.Contender)
+	if c == nil {
+		return "-"
+	}
+	f := r.find(floorOf(*c, x.Workload), x.Workload, 0)
+	if x.Workload == "pingpong" {
+		f = r.find(floorOf(*c, x.Workload), x.Workload, x.Size)
+	}
+	if f == nil {
+		return "-"
+	}
+	if x.RTT != nil && f.RTT != nil {
+		return ratio(q(x.RTT), q(f.RTT))
+	}
+	return ratio(x.Gbps, f.Gbps)
+}
+
 func (r *report) printTables(w io.Writer) {
 	m := r.Machine
 	fmt.Fprintf(w, "\nmachine: %d vCPUs (%s), Linux %s, %s, XDP %s, AF_XDP %s\n", m.CPUs, m.CPUModel, m.Kernel, m.Link, m.XDPMode, m.SocketMod)
-	if m.Placement == "" {
-		fmt.Fprintf(w, "processes: servers in one namespace, clients in the other, placed by the scheduler; every process runs with Go's default GOMAXPROCS (%d) except ustack-1p's (1)\n", m.CPUs)
-	} else {
-		fmt.Fprintf(w, "processes: servers in one namespace, clients in the other; pinned (-split): %s; Go's default GOMAXPROCS follows each process's CPUs (ustack-1p's is 1)\n", m.Placement)
-	}
+	fmt.Fprintf(w, "%s\n", r.placementLine())
 	names := r.contenders()
 	var sizes []int
 	for _, x := range r.Medians {
@@ -96,9 +124,9 @@ func (r *report) printTables(w io.Writer) {
 	}
 	for _, size := range sizes {
 		kp := r.find("kernel", "pingpong", size)
-		fmt.Fprintf(w, "\nping-pong, %d bytes, one connection (RTT in µs; ×k = ratio to kernel, lower is better)\n", size)
+		fmt.Fprintf(w, "\nping-pong, %d bytes, one connection (RTT in µs; ×k = ratio to kernel, ×floor = to the floor with the same client: floor for a kernel client, floor-floor for an AF_XDP one; lower is better)\n", size)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "contender\tp50\tp90\tp99\tp99.9\tmax\tp50 ×k\tp99 ×k\tsrv CPU s/Mreq\tcli CPU s/Mreq\t")
+		fmt.Fprintln(tw, "contender\tp50\tp90\tp99\tp99.9\tmax\tp50 ×k\tp99 ×k\tp50 ×floor\tp99 ×floor\tsrv CPU s/Mreq\tcli CPU s/Mreq\t")
 		for _, n := range names {
 			x := r.find(n, "pingpong", size)
 			if x == nil || x.RTT == nil {
@@ -108,8 +136,8 @@ func (r *report) printTables(w io.Writer) {
 			if kp != nil {
 				p50k, p99k = ratio(x.RTT.P50, kp.RTT.P50), ratio(x.RTT.P99, kp.RTT.P99)
 			}
-			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%.1f\t%.1f\t\n", n, x.RTT.P50, x.RTT.P90, x.RTT.P99, x.RTT.P999, x.RTT.Max,
-				p50k, p99k, x.ServerCPUPerM, x.ClientCPUPerM)
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t\n", n, x.RTT.P50, x.RTT.P90, x.RTT.P99, x.RTT.P999, x.RTT.Max,
+				p50k, p99k, r.floorRatio(x, rttP50), r.floorRatio(x, rttP99), x.ServerCPUPerM, x.ClientCPUPerM)
 		}
 		tw.Flush()
 	}
@@ -176,12 +204,16 @@ func (r *report) printTables(w io.Writer) {
 		if ks == nil {
 			continue
 		}
-		fmt.Fprintf(w, "\nsingle-flow bulk transfer, %s (Gbit/s; ×k higher is better)\n", b.dir)
+		fmt.Fprintf(w, "\nsingle-flow bulk transfer, %s (Gbit/s of payload; ×k = ratio to kernel, ×floor = to the floor's MTU-sized UDP frames through copy-mode AF_XDP in the same direction; higher is better)\n", b.dir)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "contender\tGbit/s\t×k\tsrv CPU s\tcli CPU s\t")
+		fmt.Fprintln(tw, "contender\tGbit/s\tframes/s\t×k\t×floor\tsrv CPU s\tcli CPU s\t")
 		for _, n := range names {
 			if x := r.find(n, b.wl, 0); x != nil {
-				fmt.Fprintf(tw, "%s\t%.2f\t%s\t%.2f\t%.2f\t\n", n, x.Gbps, ratio(x.Gbps, ks.Gbps), x.ServerCPU, x.ClientCPU)
+				fps := "-"
+				if x.FramesPerSec > 0 {
+					fps = fmt.Sprintf("%.0f", x.FramesPerSec)
+				}
+				fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\t%s\t%.2f\t%.2f\t\n", n, x.Gbps, fps, ratio(x.Gbps, ks.Gbps), r.floorRatio(x, nil), x.ServerCPU, x.ClientCPU)
 			}
 		}
 		tw.Flush()
@@ -222,19 +254,22 @@ func (r *report) printTables(w io.Writer) {
 // printTargets checks the project's performance targets against this run.
 func (r *report) printTargets(w io.Writer) {
 	p := func(c string, q func(*rttQuantiles) float64) float64 {
+		if c == "" {
+			return math.NaN()
+		}
 		if x := r.find(c, "pingpong", 64); x != nil && x.RTT != nil {
 			return q(x.RTT)
 		}
 		return math.NaN()
 	}
-	p50 := func(q *rttQuantiles) float64 { return q.P50 }
+	p50 := rttP50
 	qpP50 := func(c, wl string) float64 {
 		if x := r.find(c, wl, 64); x != nil && x.RTT != nil {
 			return x.RTT.P50
 		}
 		return math.NaN()
 	}
-	p99 := func(q *rttQuantiles) float64 { return q.P99 }
+	p99 := rttP99
 	val := func(c, wl string) float64 {
 		if x := r.find(c, wl, 0); x != nil {
 			if throughput(wl) {
@@ -271,6 +306,7 @@ func (r *report) printTargets(w io.Writer) {
 		{"ustack p99 ≤ 1.0× kernel", p("ustack", p99) / p("kernel", p99), 1, true},
 		{"ustack p50 ≤ 1.5× floor", p("ustack", p50) / p("floor", p50), 1.5, true},
 		{"ustack-ustack p50 ≤ 0.8× kernel", p("ustack-ustack", p50) / p("kernel", p50), 0.8, true},
+		{"ustack-ustack p50 ≤ 2× floor-floor", p("ustack-ustack", p50) / p("floor-floor", p50), 2, true},
 		{"ustack requests/s ≥ 1.2× kernel", val("ustack", "rate") / val("kernel", "rate"), 1.2, false},
 		{"ustack server CPU/request ≤ kernel's", cpu("ustack") / cpu("kernel"), 1, true},
 		{"ustack bulk ≥ 3.2 Gbit/s", val("ustack", "bulk"), 3.2, false},
@@ -288,6 +324,8 @@ func (r *report) printTargets(w io.Writer) {
 		// Software offload (checksum in the copy, GSO).
 		{"ustack bulk client→server ≥ 1.0× kernel", val("ustack", "bulk") / val("kernel", "bulk"), 1, false},
 		{"ustack bulk server→client ≥ 1.0× kernel", val("ustack", "bulk-s2c") / val("kernel", "bulk-s2c"), 1, false},
+		{"ustack bulk client→server ≥ 0.5× floor's", val("ustack", "bulk") / val("floor", "bulk"), 0.5, false},
+		{"ustack bulk server→client ≥ 0.5× floor's", val("ustack", "bulk-s2c") / val("floor", "bulk-s2c"), 0.5, false},
 		{"ustack rx→tx ring p50 ≤ 3 µs", stage("ustack", stack.StageTxRing.String()), 3, true},
 		// The project's goals.
 		{"ustack p50 ≤ 0.6× kernel", p("ustack", p50) / p("kernel", p50), 0.6, true},
@@ -295,11 +333,14 @@ func (r *report) printTargets(w io.Writer) {
 		{"ustack p50 below kernel-busypoll", p("ustack", p50) / p("kernel-busypoll", p50), 1, true},
 		{"ustack-ustack p50 ≤ 0.5× kernel", p("ustack-ustack", p50) / p("kernel", p50), 0.5, true},
 		{"ustack p50 ≤ 1.3× floor", p("ustack", p50) / p("floor", p50), 1.3, true},
+		{"ustack-ustack p50 ≤ 1.3× floor-floor", p("ustack-ustack", p50) / p("floor-floor", p50), 1.3, true},
+		{"ustack bulk client→server ≥ 0.8× floor's", val("ustack", "bulk") / val("floor", "bulk"), 0.8, false},
+		{"ustack bulk server→client ≥ 0.8× floor's", val("ustack", "bulk-s2c") / val("floor", "bulk-s2c"), 0.8, false},
 		{"ustack requests/s ≥ 2× kernel", val("ustack", "rate") / val("kernel", "rate"), 2, false},
 		{"ustack RTT ≥ 10× better than gvisor-xdp", p("gvisor-xdp", p50) / p("ustack", p50), 10, false},
 		{"ustack Gbit/s ≥ 10× gvisor-xdp", val("ustack", "bulk") / val("gvisor-xdp", "bulk"), 10, false},
 	}
-	fmt.Fprintln(w, "\ntargets (64-byte figures, this run):")
+	fmt.Fprintf(w, "\ntargets (64-byte figures, this run, %s placement; ×kernel and ×floor):\n", r.Machine.Placement)
 	for _, t := range ts {
 		verdict := "not met"
 		switch {
@@ -337,6 +378,9 @@ func (r *report) printTargets(w io.Writer) {
 	}
 }
 
+func rttP50(q *rttQuantiles) float64 { return q.P50 }
+func rttP99(q *rttQuantiles) float64 { return q.P99 }
+
 // hasPingPong64 reports whether some contender has a 64-byte ping-pong
 // result with an RTT distribution, which the plots need.
 func (r *report) hasPingPong64() bool {
@@ -348,9 +392,18 @@ func (r *report) hasPingPong64() bool {
 	return false
 }
 
+// isFloor reports whether a contender is one of the floors (raw AF_XDP
+// packet code, no stack), which the plots draw dashed.
+func isFloor(name string) bool {
+	c := contenderNamed(name)
+	return c != nil && (c.Server == "floor" || c.Server == "floor-asavie")
+}
+
+// plotCDF draws every contender's whole 64-byte RTT distribution on a
+// log-latency axis, the floors dashed.
 func (r *report) plotCDF(path string) error {
 	p := plot.New()
-	p.Title.Text = "64-byte ping-pong RTT, CDF"
+	p.Title.Text = fmt.Sprintf("64-byte ping-pong RTT, CDF (%s placement; floors dashed)", r.Machine.Placement)
 	p.X.Label.Text = "RTT (µs, log scale)"
 	p.Y.Label.Text = "fraction of round trips"
 	p.X.Scale = plot.LogScale{}
@@ -378,7 +431,9 @@ func (r *report) plotCDF(path string) error {
 			return err
 		}
 		l.Color = plotutil.Color(i)
-		l.Dashes = plotutil.Dashes(i / 7)
+		if isFloor(n) {
+			l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		}
 		l.Width = vg.Points(1.5)
 		p.Add(l)
 		p.Legend.Add(n, l)
@@ -387,49 +442,131 @@ func (r *report) plotCDF(path string) error {
 	return p.Save(9*vg.Inch, 5.5*vg.Inch, path)
 }
 
-func (r *report) plotBars(path string) error {
-	names := r.contenders()
-	var p50, p99 plotter.Values
-	var labels []string
-	for _, n := range names {
-		x := r.find(n, "pingpong", 64)
-		if x == nil || x.RTT == nil {
-			continue
+// barWorkload is one group of the bar chart: a workload's figure as a
+// ratio to the kernel's and to its floor's.
+type barWorkload struct {
+	label    string
+	workload string
+	size     int
+	q        func(*rttQuantiles) float64 // nil: Gbit/s or requests/s
+}
+
+var barWorkloads = []barWorkload{
+	{"ping-pong p50", "pingpong", 64, rttP50},
+	{"ping-pong p99", "pingpong", 64, rttP99},
+	{"requests/s", "rate", 0, nil},
+	{"bulk c→s", "bulk", 0, nil},
+	{"bulk s→c", "bulk-s2c", 0, nil},
+}
+
+// barRatios returns x's ratio to the kernel's figure and to its floor's
+// for one workload, 0 where either is missing.
+func (r *report) barRatios(n string, b barWorkload) (k, f float64) {
+	x, kx := r.find(n, b.workload, b.size), r.find("kernel", b.workload, b.size)
+	if x == nil {
+		return 0, 0
+	}
+	fig := func(y *result) float64 {
+		switch {
+		case b.q != nil && y.RTT != nil:
+			return b.q(y.RTT)
+		case throughput(y.Workload):
+			return y.Gbps
 		}
-		labels = append(labels, n)
-		p50 = append(p50, x.RTT.P50)
-		p99 = append(p99, x.RTT.P99)
+		return y.ReqPerSec
 	}
-	p := plot.New()
-	p.Title.Text = "64-byte ping-pong RTT (µs, lower is better)"
-	p.Y.Label.Text = "µs"
-	w := vg.Points(14)
-	b50, err := plotter.NewBarChart(p50, w)
+	if kx != nil && fig(kx) > 0 {
+		k = fig(x) / fig(kx)
+	}
+	if c := contenderNamed(n); c != nil {
+		if fx := r.find(floorOf(*c, b.workload), b.workload, b.size); fx != nil && fig(fx) > 0 {
+			f = fig(x) / fig(fx)
+		}
+	}
+	return k, f
+}
+
+// plotBars draws two panels of grouped bars, one group per workload and
+// one bar per contender: the ratio to the kernel's figure, and to the
+// floor's.
+func (r *report) plotBars(path string) error {
+	var names []string
+	for _, n := range r.contenders() {
+		if n != "kernel" {
+			names = append(names, n)
+		}
+	}
+	labels := make([]string, len(barWorkloads))
+	for i, b := range barWorkloads {
+		labels[i] = b.label
+	}
+	panel := func(title string, floor bool) (*plot.Plot, error) {
+		p := plot.New()
+		p.Title.Text = title
+		p.Y.Label.Text = "ratio (RTT: lower is better; rate, bulk: higher)"
+		p.Y.Min = 0
+		w := vg.Points(float64(min(60/max(len(names), 1), 12)))
+		j := 0
+		for _, n := range names {
+			vals := make(plotter.Values, len(barWorkloads))
+			some := false
+			for i, b := range barWorkloads {
+				k, f := r.barRatios(n, b)
+				v := k
+				if floor {
+					v = f
+				}
+				vals[i] = v
+				some = some || v > 0
+				p.Y.Max = math.Max(p.Y.Max, v*1.1)
+			}
+			if !some {
+				continue
+			}
+			bc, err := plotter.NewBarChart(vals, w)
+			if err != nil {
+				return nil, err
+			}
+			bc.Color = plotutil.Color(j)
+			bc.LineStyle.Width = 0
+			bc.Offset = w * vg.Length(float64(j)-float64(len(names)-1)/2)
+			p.Add(bc)
+			p.Legend.Add(n, bc)
+			j++
+		}
+		one, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: 1}, {X: float64(len(barWorkloads)) - 0.5, Y: 1}})
+		if err != nil {
+			return nil, err
+		}
+		one.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		p.Add(one)
+		p.NominalX(labels...)
+		p.Legend.Top = true
+		return p, nil
+	}
+	pk, err := panel(fmt.Sprintf("×kernel per workload, 64 bytes (%s placement)", r.Machine.Placement), false)
 	if err != nil {
 		return err
 	}
-	b50.Color = color.RGBA{R: 40, G: 110, B: 200, A: 255}
-	b50.Offset = -w / 2
-	b99, err := plotter.NewBarChart(p99, w)
+	pf, err := panel("×floor per workload (ping-pong: floor for a kernel client, floor-floor for an AF_XDP one; bulk: floor's in the same direction)", true)
 	if err != nil {
 		return err
 	}
-	b99.Color = color.RGBA{R: 220, G: 120, B: 40, A: 255}
-	b99.Offset = w / 2
-	p.Add(b50, b99)
-	p.Legend.Add("p50", b50)
-	p.Legend.Add("p99", b99)
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Legend.XOffs = vg.Points(40)
-	p.NominalX(labels...)
-	p.Y.Min = 0
-	for _, v := range p99 {
-		p.Y.Max = math.Max(p.Y.Max, v*1.2)
+	img := vgimg.New(10*vg.Inch, 9*vg.Inch)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(10), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(4)}
+	canvases := plot.Align([][]*plot.Plot{{pk}, {pf}}, tiles, dc)
+	pk.Draw(canvases[0][0])
+	pf.Draw(canvases[1][0])
+	f, err := os.Create(path)
+	if err != nil {
+		return err
 	}
-	p.X.Tick.Label.Rotation = 0.5
-	p.X.Tick.Label.XAlign = -0.9
-	return p.Save(9*vg.Inch, 5*vg.Inch, path)
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // qpRow is a row of the queue-pair tables.

@@ -25,8 +25,10 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/internal/perftest"
+	"github.com/ustack-dev/ustack/internal/reflector"
 	"github.com/ustack-dev/ustack/stack"
 	"github.com/ustack-dev/ustack/vethtest"
 	"golang.org/x/sys/unix"
@@ -83,8 +85,10 @@ func serveMain(args []string) error {
 	}
 	fmt.Println(strings.TrimSpace("READY " + mode))
 	// Commands from the parent, one a line, until it closes stdin:
-	// "reset" clears the ustack server's latency breakdown, "trace"
-	// prints it as a TRACE line of JSON ("TRACE null" for other servers).
+	// "reset" clears the ustack server's latency breakdown and the
+	// floor's sink counters, "trace" prints the breakdown as a TRACE
+	// line of JSON ("TRACE null" for other servers), "sink" the floor's
+	// sink counters as a SINK line.
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		switch in.Text() {
@@ -92,6 +96,16 @@ func serveMain(args []string) error {
 			if servedStack != nil {
 				servedStack.ResetTrace()
 			}
+			if servedFloor != nil {
+				servedFloor.ResetSink()
+			}
+		case "sink":
+			var r reflector.Count
+			if servedFloor != nil {
+				r = servedFloor.Sink().Count()
+			}
+			b, _ := json.Marshal(r)
+			fmt.Printf("SINK %s\n", b)
 		case "trace":
 			var t *stack.TraceStats
 			if servedStack != nil {
@@ -237,6 +251,19 @@ func clientMain(args []string) error {
 		}
 		res.Count, res.Seconds = n, el.Seconds()
 	case "bulk":
+		if *proto == "udp" {
+			// The floor counts what it receives; the parent asks it.
+			// The pause lets the parent's reset reach the floor first.
+			mark("START")
+			time.Sleep(50 * time.Millisecond)
+			n, err := reflector.Blast(ctx, reflector.Dialer(dial), *bulkAddr, *size, *duration)
+			mark("END")
+			if err != nil {
+				return err
+			}
+			res.Count = n
+			break
+		}
 		c, err := dial(ctx, "tcp", *bulkAddr)
 		if err != nil {
 			return err
@@ -256,6 +283,16 @@ func clientMain(args []string) error {
 		}
 		res.Count, res.Seconds = r.Count, r.Seconds
 	case "bulk-s2c":
+		if *proto == "udp" {
+			mark("START")
+			r, err := reflector.CountStream(ctx, reflector.Dialer(dial), *sourceAddr, *duration)
+			mark("END")
+			if err != nil {
+				return err
+			}
+			res.Count, res.Bytes, res.Seconds = r.Frames, r.Bytes, r.Seconds
+			break
+		}
 		c, err := dial(ctx, "tcp", *sourceAddr)
 		if err != nil {
 			return err
@@ -329,9 +366,22 @@ func clientDialer(kind, iface string) (dial echo.Dialer, closeDial func(), xdpMo
 			return nil, nil, "", err
 		}
 		return s.DialContext, func() { s.Close() }, s.Stats().AttachMode.String(), nil
+	case "floor":
+		// The floor's packet code at the client's end: one UDP flow on
+		// a raw AF_XDP socket (floor-floor).
+		return func(ctx context.Context, network, addr string) (net.Conn, error) {
+			ap, err := netip.ParseAddrPort(addr)
+			if err != nil || network != "udp" {
+				return nil, fmt.Errorf("floor client: %s %q: want a udp ip:port", network, addr)
+			}
+			return reflector.Dial(iface, netip.AddrPortFrom(clientUstackIPv4, floorClientPort), ap)
+		}, func() {}, bpf.AttachNative.String(), nil
 	}
 	return nil, nil, "", fmt.Errorf("unknown dialer %q", kind)
 }
+
+// floorClientPort is the floor-floor client's UDP port.
+const floorClientPort = 40000
 
 // busyConn reads by spinning on a non-blocking socket with SO_BUSY_POLL
 // set, the strongest latency setting the kernel offers per socket.

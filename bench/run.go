@@ -3,15 +3,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"sort"
@@ -19,18 +14,25 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ustack-dev/ustack/internal/child"
 	"github.com/ustack-dev/ustack/internal/perftest"
+	"github.com/ustack-dev/ustack/internal/reflector"
 	"github.com/ustack-dev/ustack/stack"
 	"github.com/ustack-dev/ustack/vethtest"
 )
 
-// contender is one server (and client) configuration.
+// contender is one server (and client) configuration. Adding one is an
+// entry in allContenders, plus a server kind in startServer or a client
+// kind in clientDialer if it needs a new one.
 type contender struct {
-	Name      string
+	Name string
+	// Record marks the contenders of record: they run by default, the
+	// others with -all or when named in -contenders.
+	Record    bool
 	Server    string // startServer kind
 	Poll      string // ustack polling policy
 	Client    string // clientDialer kind
-	Proto     string // tcp, or udp for the floor
+	Proto     string // tcp, or udp for the floors
 	Target    string // "kernel" (the Ustack host's own address) or "ustack"
 	Workloads []string
 	// Procs is GOMAXPROCS for the contender's processes, 0 for Go's
@@ -42,63 +44,113 @@ type contender struct {
 	FullChecksums bool
 	// Upstream runs a ustack server with netstack's own TCP engine
 	// behaviour: segments handed to processor goroutines, every batch
-	// acknowledged at once (Config.HandOffTCP, DelayedAck < 0). Only run
-	// when named in -contenders.
+	// acknowledged at once (Config.HandOffTCP, DelayedAck < 0).
 	Upstream bool
 	// Offload is the ustack server's offload setting (serve's -offload):
-	// "" for the defaults, "no-gro", "no-gso" or "no-tx-checksum" (run only
-	// when named in -contenders).
+	// "" for the defaults, "no-gro", "no-gso" or "no-tx-checksum".
 	Offload string
 	// Delay is the floor's busy-waited processing time per batch of
-	// replies (floor-1us and the like, run only when named): the round
-	// trip a kernel client sees as a function of the server's time.
+	// replies (floor-1us and the like): the round trip a kernel client
+	// sees as a function of the server's time.
 	Delay time.Duration
 }
 
+// Workload sets.
+var (
+	tcpWorkloads  = []string{"pingpong", "qp", "qp-handler", "qp-bw", "rate", "bulk", "bulk-s2c", "conns"}
+	pingpongRate  = []string{"pingpong", "rate"}
+	pingpongOnly  = []string{"pingpong"}
+	bulkWorkloads = []string{"bulk", "bulk-s2c"}
+)
+
 var allContenders = []contender{
-	{"kernel", "kernel", "", "kernel", "tcp", "kernel", []string{"pingpong", "qp", "qp-handler", "qp-bw", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
-	{"kernel-busypoll", "kernel-busypoll", "", "busypoll", "tcp", "kernel", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, false, false, "", 0},
-	{"ustack", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "qp", "qp-handler", "qp-bw", "rate", "bulk", "bulk-s2c", "conns"}, 0, false, false, "", 0},
+	// Of record.
+	{Name: "kernel", Record: true, Server: "kernel", Client: "kernel", Proto: "tcp", Target: "kernel", Workloads: tcpWorkloads},
+	{Name: "kernel-busypoll", Record: true, Server: "kernel-busypoll", Client: "busypoll", Proto: "tcp", Target: "kernel", Workloads: []string{"pingpong", "rate", "bulk", "bulk-s2c"}},
+	{Name: "ustack", Record: true, Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: tcpWorkloads},
 	// The same with one P: the application's goroutines then run on the
 	// worker's thread, which on a 2-CPU machine keeps them off the CPU
 	// the client needs.
-	{"ustack-1p", "ustack", "spin", "kernel", "tcp", "ustack", []string{"pingpong", "qp", "qp-handler", "qp-bw", "rate", "bulk", "bulk-s2c"}, 1, false, false, "", 0},
-	{"ustack-adaptive", "ustack", "adaptive", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, "", 0},
-	{"ustack-blocking", "ustack", "blocking", "kernel", "tcp", "ustack", []string{"pingpong", "rate"}, 0, false, false, "", 0},
-	{"ustack-ustack", "ustack", "spin", "ustack", "tcp", "ustack", []string{"pingpong", "qp", "qp-handler", "qp-bw", "rate", "bulk", "bulk-s2c"}, 0, false, false, "", 0},
+	{Name: "ustack-1p", Record: true, Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: tcpWorkloads[:7], Procs: 1},
+	{Name: "ustack-ustack", Record: true, Server: "ustack", Poll: "spin", Client: "ustack", Proto: "tcp", Target: "ustack", Workloads: tcpWorkloads[:7]},
+	// The floors: raw AF_XDP packet code, no TCP/IP stack. floor answers
+	// a kernel client's UDP ping-pong, sinks what a kernel UDP socket
+	// blasts at it (bulk) and streams MTU-sized datagrams to one that
+	// only counts (bulk-s2c); floor-floor has the same packet code at
+	// the client's end too.
+	{Name: "floor", Record: true, Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: []string{"pingpong", "bulk", "bulk-s2c"}},
+	{Name: "floor-floor", Record: true, Server: "floor", Client: "floor", Proto: "udp", Target: "ustack", Workloads: pingpongOnly},
+
+	// With -all.
+	{Name: "ustack-adaptive", Server: "ustack", Poll: "adaptive", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: pingpongRate},
+	{Name: "ustack-blocking", Server: "ustack", Poll: "blocking", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: pingpongRate},
 	// gVisor's endpoint drops a default veth peer's partial checksums
 	// (its connections never open), so it runs with full checksums.
-	{"gvisor-xdp", "gvisor-xdp", "", "kernel", "tcp", "ustack", []string{"pingpong", "rate", "bulk", "bulk-s2c"}, 0, true, false, "", 0},
-	{"floor", "floor", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false, "", 0},
-	{"floor-asavie", "floor-asavie", "", "kernel", "udp", "ustack", []string{"pingpong"}, 0, false, false, "", 0},
-	// ustack with upstream netstack's hand-offs and immediate ACKs: what
-	// running TCP to completion on the worker and delaying ACKs buy.
+	{Name: "gvisor-xdp", Server: "gvisor-xdp", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk", "bulk-s2c"}, FullChecksums: true},
+	{Name: "floor-asavie", Server: "floor-asavie", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: pingpongOnly},
 	// ustack with one offload changed: what each buys in bulk transfers.
-	{Name: "ustack-no-gro", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "no-gro"},
-	{Name: "ustack-no-gso", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "no-gso"},
-	{Name: "ustack-no-tx-checksum", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"bulk", "bulk-s2c"}, Offload: "no-tx-checksum"},
+	{Name: "ustack-no-gro", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: bulkWorkloads, Offload: "no-gro"},
+	{Name: "ustack-no-gso", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: bulkWorkloads, Offload: "no-gso"},
+	{Name: "ustack-no-tx-checksum", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: bulkWorkloads, Offload: "no-tx-checksum"},
 	// The floor answering 1, 2 and 4 µs late: with a Go client on the
 	// kernel's TCP/UDP, a reply that comes after the client's thread went
 	// to sleep costs a wake-up, and on this VM that is most of a round
 	// trip.
-	{Name: "floor-1us", Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: []string{"pingpong"}, Delay: time.Microsecond},
-	{Name: "floor-2us", Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: []string{"pingpong"}, Delay: 2 * time.Microsecond},
-	{Name: "floor-4us", Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: []string{"pingpong"}, Delay: 4 * time.Microsecond},
+	{Name: "floor-1us", Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: pingpongOnly, Delay: time.Microsecond},
+	{Name: "floor-2us", Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: pingpongOnly, Delay: 2 * time.Microsecond},
+	{Name: "floor-4us", Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: pingpongOnly, Delay: 4 * time.Microsecond},
+	// ustack with upstream netstack's hand-offs and immediate ACKs: what
+	// running TCP to completion on the worker and delaying ACKs buy.
 	{Name: "ustack-handoff", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk", "bulk-s2c"}, Upstream: true},
 }
 
-// optIn reports whether c runs only when named in -contenders.
-func (c contender) optIn() bool { return c.Upstream || c.Offload != "" || c.Delay != 0 }
-
-// allContenderNames lists the contenders that run by default.
-func allContenderNames() []string {
+// recordNames lists the contenders of record, which run by default.
+func recordNames() []string {
 	var n []string
 	for _, c := range allContenders {
-		if !c.optIn() {
+		if c.Record {
 			n = append(n, c.Name)
 		}
 	}
 	return n
+}
+
+// extraNames lists the contenders -all adds.
+func extraNames() []string {
+	var n []string
+	for _, c := range allContenders {
+		if !c.Record {
+			n = append(n, c.Name)
+		}
+	}
+	return n
+}
+
+// contenderNamed returns the contender of that name, or nil.
+func contenderNamed(name string) *contender {
+	for i := range allContenders {
+		if allContenders[i].Name == name {
+			return &allContenders[i]
+		}
+	}
+	return nil
+}
+
+// floorOf names the floor a contender's workload is set against: for a
+// ping-pong, the floor with the same kind of client (a kernel socket, or
+// raw AF_XDP code where the client is ustack or a floor); for a bulk
+// transfer, the floor's in the same direction. "" where there is none.
+func floorOf(c contender, workload string) string {
+	switch workload {
+	case "pingpong":
+		if c.Client == "ustack" || c.Client == "floor" {
+			return "floor-floor"
+		}
+		return "floor"
+	case "bulk", "bulk-s2c":
+		return "floor"
+	}
+	return ""
 }
 
 const benchPort = 7000
@@ -129,6 +181,12 @@ type result struct {
 	CDF       [][2]float64  `json:"cdf,omitempty"`
 	ReqPerSec float64       `json:"requests_per_s,omitempty"`
 	Gbps      float64       `json:"gbit_per_s,omitempty"`
+	// FramesPerSec is the floors' bulk rate in MTU-sized frames (Count
+	// frames, Bytes of UDP payload).
+	FramesPerSec float64 `json:"frames_per_s,omitempty"`
+	// SentFrames is how many datagrams the kernel end sent in the floor's
+	// bulk (client to server), of which Count arrived.
+	SentFrames int64 `json:"sent_frames,omitempty"`
 	// CPU seconds used during the measured window, and per million
 	// requests (round trips for ping-pong).
 	ServerCPU     float64 `json:"server_cpu_s"`
@@ -162,11 +220,11 @@ type stageTime struct {
 }
 
 // serverTrace asks a ustack server child for its latency breakdown.
-func serverTrace(srv *child) []stageTime {
-	if _, err := fmt.Fprintln(srv.stdin, "trace"); err != nil {
+func serverTrace(srv *server) []stageTime {
+	if err := srv.Send("trace"); err != nil {
 		return nil
 	}
-	line, err := srv.readLine(5 * time.Second)
+	line, err := srv.ReadLine(5 * time.Second)
 	if err != nil || !strings.HasPrefix(line, "TRACE ") {
 		return nil
 	}
@@ -201,9 +259,11 @@ type machine struct {
 	// XDPMode lists the attach modes the contenders reported.
 	XDPMode   string `json:"xdp_mode"`
 	SocketMod string `json:"af_xdp_mode"`
-	// Placement is -split's pinning, "" where the scheduler placed the
-	// processes.
-	Placement string `json:"placement,omitempty"`
+	// Placement names how servers and clients were placed on CPUs:
+	// "two-hosts" (of record) or "shared" (the scheduler's);
+	// PlacementDetail says it in words, with the CPUs.
+	Placement       string `json:"placement"`
+	PlacementDetail string `json:"placement_detail"`
 }
 
 func describeMachine() machine {
@@ -250,17 +310,15 @@ func run(ctx context.Context, o options) (*report, error) {
 	}
 	rep := &report{Machine: describeMachine(), Started: time.Now().UTC().Format(time.RFC3339),
 		Options: map[string]any{"quick": o.quick, "duration": o.duration.String(), "warmup": o.warmup, "sizes": o.sizes,
-			"conns": o.conns, "pipeline": o.pipeline, "runs": o.runs, "contenders": o.contenders, "split": o.split != nil}}
+			"conns": o.conns, "pipeline": o.pipeline, "runs": o.runs, "contenders": o.contenders, "placement": o.placement.Name()}}
 	if o.kernelGRO {
 		rep.Machine.Link += ", GRO on at the client's end"
 	}
-	rep.Machine.Placement = o.split.String()
+	rep.Machine.Placement, rep.Machine.PlacementDetail = o.placement.Name(), o.placement.String()
 	o.log("ustack echo benchmark: %d CPUs (%s), Linux %s, %s\n", rep.Machine.CPUs, rep.Machine.CPUModel, rep.Machine.Kernel, rep.Machine.Link)
 	o.log("topology: %s (client, %v) ⟷ veth ⟷ %s (kernel server %v, ustack %v)\n\n", pair.Kernel.Namespace, pair.Kernel.IPv4,
 		pair.Ustack.Namespace, pair.Ustack.IPv4, vethtest.UstackIPv4)
-	if o.split != nil {
-		o.log("placement (-split): %s\n\n", o.split)
-	}
+	o.log("placement: %s\n\n", o.placement)
 
 	var plan []contender
 	for _, name := range o.contenders {
@@ -289,7 +347,7 @@ func run(ctx context.Context, o options) (*report, error) {
 					rep.Failures = append(rep.Failures, fmt.Sprintf("%s: tx checksum off: %v", c.Name, err))
 				}
 			}
-			srv, err := startServerChild(exe, pair, o.split, c)
+			srv, err := startServerChild(exe, pair, o.placement, c)
 			if err != nil {
 				rep.Failures = append(rep.Failures, fmt.Sprintf("%s: server: %v", c.Name, err))
 				o.log("%-16s server failed: %v\n", c.Name, err)
@@ -307,7 +365,7 @@ func run(ctx context.Context, o options) (*report, error) {
 				rep.Results = append(rep.Results, res)
 				o.log("%s\n", res.summary())
 			}
-			if err := srv.stop(); err != nil {
+			if err := srv.Stop(); err != nil {
 				rep.Failures = append(rep.Failures, fmt.Sprintf("%s: server exit: %v", c.Name, err))
 			}
 			if c.FullChecksums {
@@ -360,7 +418,11 @@ func measurements(c contender, o options) []result {
 		case "rate":
 			ms = append(ms, result{Contender: c.Name, Workload: w, Size: 64, Conns: o.conns, Pipeline: o.pipeline})
 		case "bulk", "bulk-s2c":
-			ms = append(ms, result{Contender: c.Name, Workload: w, Size: 256 << 10})
+			size := 256 << 10 // per write
+			if c.Proto == "udp" {
+				size = reflector.MaxUDPPayload(1500) // per datagram
+			}
+			ms = append(ms, result{Contender: c.Name, Workload: w, Size: size})
 		case "qp-bw":
 			ms = append(ms, result{Contender: c.Name, Workload: w, Size: qpBWSize})
 		case "conns":
@@ -375,6 +437,9 @@ func (r result) summary() string {
 		return "FAILED: " + r.Error
 	}
 	if throughput(r.Workload) {
+		if r.FramesPerSec > 0 {
+			return fmt.Sprintf("%7.2f Gbit/s  %.0f frames/s  (server CPU %.2fs)", r.Gbps, r.FramesPerSec, r.ServerCPU)
+		}
 		return fmt.Sprintf("%7.2f Gbit/s  (server CPU %.2fs)", r.Gbps, r.ServerCPU)
 	}
 	switch r.Workload {
@@ -388,121 +453,41 @@ func (r result) summary() string {
 	return ""
 }
 
-// child is a server or client process.
-type child struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout *bufio.Reader
-	stderr *bytes.Buffer
-	done   chan error
-	// xdpMode is what a server reported after READY.
+// spawn starts a child of role in host's namespace, placed by pl.
+func spawn(exe string, h *vethtest.Host, pl child.Placement, env []string, role child.Role, args ...string) (*child.Child, error) {
+	return child.Start(exe, h, pl, roleEnv, role, env, args...)
+}
+
+// server is a running server child and what it reported after READY.
+type server struct {
+	*child.Child
 	xdpMode string
 }
 
-func spawn(exe string, h *vethtest.Host, pl *placement, env []string, role string, args ...string) (*child, error) {
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(append(os.Environ(), roleEnv+"="+role), env...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	ch := &child{cmd: cmd, stdin: in, stdout: bufio.NewReader(out), stderr: new(bytes.Buffer), done: make(chan error, 1)}
-	cmd.Stderr = ch.stderr
-	// Forked from a thread inside the namespace, the child lives there
-	// (and on the thread's CPUs).
-	start := cmd.Start
-	if cpus := pl.cpusOf(role); cpus != nil {
-		start = func() error { return startOn(cmd, cpus) }
-	}
-	if err := h.Do(start); err != nil {
-		return nil, fmt.Errorf("start %s: %w", role, err)
-	}
-	return ch, nil
-}
-
-// readLine reads the child's next line within d.
-func (c *child) readLine(d time.Duration) (string, error) {
-	type lr struct {
-		s   string
-		err error
-	}
-	ch := make(chan lr, 1)
-	go func() {
-		s, err := c.stdout.ReadString('\n')
-		ch <- lr{strings.TrimSpace(s), err}
-	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return r.s, fmt.Errorf("%v (stderr: %s)", r.err, strings.TrimSpace(c.stderr.String()))
-		}
-		return r.s, nil
-	case <-time.After(d):
-		c.cmd.Process.Kill()
-		return "", fmt.Errorf("no answer in %v (stderr: %s)", d, strings.TrimSpace(c.stderr.String()))
-	}
-}
-
-// stop closes the child's stdin and waits up to 10s before killing it.
-func (c *child) stop() error {
-	c.stdin.Close()
-	go func() { c.done <- c.cmd.Wait() }()
-	select {
-	case err := <-c.done:
-		if err != nil {
-			return fmt.Errorf("%v (stderr: %s)", err, strings.TrimSpace(c.stderr.String()))
-		}
-		return nil
-	case <-time.After(10 * time.Second):
-		c.cmd.Process.Kill()
-		<-c.done
-		return errors.New("did not exit within 10s; killed")
-	}
-}
-
-func startServerChild(exe string, pair *vethtest.Pair, pl *placement, c contender) (*child, error) {
-	ch, err := spawn(exe, pair.Ustack, pl, procsEnv(c, c.Server), "serve", "-contender", c.Server, "-iface", pair.Ustack.Link, "-poll", c.Poll, "-port", strconv.Itoa(benchPort),
+func startServerChild(exe string, pair *vethtest.Pair, pl child.Placement, c contender) (*server, error) {
+	ch, err := spawn(exe, pair.Ustack, pl, procsEnv(c, c.Server), child.RoleServer, "-contender", c.Server, "-iface", pair.Ustack.Link, "-poll", c.Poll, "-port", strconv.Itoa(benchPort),
 		"-upstream="+strconv.FormatBool(c.Upstream), "-offload", c.Offload, "-delay", c.Delay.String())
 	if err != nil {
 		return nil, err
 	}
-	line, err := ch.readLine(30 * time.Second)
+	srv := &server{Child: ch}
+	line, err := ch.ReadLine(30 * time.Second)
 	if err == nil {
 		if mode, ok := strings.CutPrefix(line, "READY"); ok {
-			ch.xdpMode = strings.TrimSpace(mode)
+			srv.xdpMode = strings.TrimSpace(mode)
 		} else {
 			err = fmt.Errorf("unexpected %q", line)
 		}
 	}
 	if err != nil {
-		ch.stop()
+		ch.Stop()
 		return nil, err
 	}
-	return ch, nil
-}
-
-// cpuSeconds returns a process's user+system CPU time.
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100 // USER_HZ
+	return srv, nil
 }
 
 // measure runs one client child and returns its result with CPU times.
-func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, srv *child, m result, o options) result {
+func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, srv *server, m result, o options) result {
 	host := vethtest.UstackHostIPv4
 	if c.Target == "ustack" {
 		host = vethtest.UstackIPv4
@@ -511,42 +496,57 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 	args := []string{"-dial", c.Client, "-iface", pair.Kernel.Link, "-addr", addr, "-bulk-addr", bulkAddr, "-source-addr", sourceAddr, "-qp-addr", qpAddr, "-proto", c.Proto, "-workload", m.Workload,
 		"-size", strconv.Itoa(m.Size), "-conns", strconv.Itoa(o.conns), "-held", strconv.Itoa(o.held), "-pipeline", strconv.Itoa(o.pipeline),
 		"-duration", o.duration.String(), "-warmup", strconv.Itoa(o.warmup)}
-	cl, err := spawn(exe, pair.Kernel, o.split, procsEnv(c, c.Client), "client", args...)
+	cl, err := spawn(exe, pair.Kernel, o.placement, procsEnv(c, c.Client), child.RoleClient, args...)
 	if err != nil {
 		m.Error = err.Error()
 		return m
 	}
 	limit := o.duration + 60*time.Second
 	var s0, c0, rss0 float64
+	sp, cp := srv.Pid(), cl.Pid()
 	for {
-		line, err := cl.readLine(limit)
+		line, err := cl.ReadLine(limit)
 		if err != nil {
 			m.Error = err.Error()
-			cl.stop()
+			if e := srv.Stderr(); e != "" {
+				m.Error += " (server stderr: " + e + ")"
+			}
+			cl.Stop()
 			return m
 		}
 		switch {
 		case line == "HELD":
-			m.RSSPerConn = (rssBytes(srv.cmd.Process.Pid) - rss0) / float64(o.held)
-			fmt.Fprintln(cl.stdin, "release")
+			m.RSSPerConn = (child.RSSBytes(sp) - rss0) / float64(o.held)
+			cl.Send("release")
 		case line == "START":
-			s0, c0, rss0 = cpuSeconds(srv.cmd.Process.Pid), cpuSeconds(cl.cmd.Process.Pid), rssBytes(srv.cmd.Process.Pid)
-			m.ServerCPUs, m.ClientCPUs = cpusAllowed(srv.cmd.Process.Pid), cpusAllowed(cl.cmd.Process.Pid)
-			fmt.Fprintln(srv.stdin, "reset")
+			s0, c0, rss0 = child.CPUSeconds(sp), child.CPUSeconds(cp), child.RSSBytes(sp)
+			m.ServerCPUs, m.ClientCPUs = child.CPUsAllowed(sp), child.CPUsAllowed(cp)
+			srv.Send("reset")
 		case line == "END":
-			m.ServerCPU = cpuSeconds(srv.cmd.Process.Pid) - s0
-			m.ClientCPU = cpuSeconds(cl.cmd.Process.Pid) - c0
+			m.ServerCPU = child.CPUSeconds(sp) - s0
+			m.ClientCPU = child.CPUSeconds(cp) - c0
 		case strings.HasPrefix(line, "RESULT "):
 			var cr clientResult
 			if err := json.Unmarshal([]byte(line[len("RESULT "):]), &cr); err != nil {
 				m.Error = err.Error()
 			}
-			cl.stop()
+			cl.Stop()
 			m.Count, m.Seconds, m.Bytes, m.RTT, m.CDF = cr.Count, cr.Seconds, cr.Bytes, cr.RTT, cr.CDF
 			m.ServerXDP, m.ClientXDP = srv.xdpMode, cr.XDPMode
+			if c.Proto == "udp" && m.Workload == "bulk" {
+				// What the floor received, not what the kernel sent.
+				m.SentFrames = m.Count
+				if err := serverSink(srv, &m); err != nil {
+					m.Error = err.Error()
+					return m
+				}
+			}
 			if m.Seconds > 0 {
 				if throughput(m.Workload) {
 					m.Gbps = float64(m.Bytes) * 8 / m.Seconds / 1e9
+					if c.Proto == "udp" {
+						m.FramesPerSec = float64(m.Count) / m.Seconds
+					}
 				} else {
 					m.ReqPerSec = float64(m.Count) / m.Seconds
 				}
@@ -561,6 +561,28 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			return m
 		}
 	}
+}
+
+// serverSink asks a floor server what its sink received since the reset
+// at START: frames, payload bytes, and the time from the first batch to
+// the last.
+func serverSink(srv *server, m *result) error {
+	if err := srv.Send("sink"); err != nil {
+		return err
+	}
+	line, err := srv.ReadLine(5 * time.Second)
+	if err != nil {
+		return err
+	}
+	var st reflector.Count
+	if rest, ok := strings.CutPrefix(line, "SINK "); !ok || json.Unmarshal([]byte(rest), &st) != nil {
+		return fmt.Errorf("floor sink: unexpected %q", line)
+	}
+	if st.Frames < 2 || st.Seconds <= 0 {
+		return fmt.Errorf("floor sink received %d frames", st.Frames)
+	}
+	m.Count, m.Bytes, m.Seconds = st.Frames, st.Bytes, st.Seconds
+	return nil
 }
 
 // finish computes the medians over runs.

@@ -35,6 +35,10 @@ import (
 // parent asks for (a server child runs one contender).
 var servedStack *stack.Stack
 
+// servedFloor is the floor server's, whose sink counters the parent asks
+// for.
+var servedFloor *reflector.Floor
+
 // startServer starts the echo server (on port), discard server (port+1),
 // source server (port+2) and queue-pair server (port+3) of a contender in
 // the current namespace and returns a function that stops them and
@@ -205,43 +209,17 @@ func whileBusy(open func() error) error {
 	}
 }
 
-// startFloor runs the raw AF_XDP UDP reflector, no TCP/IP stack at all:
-// the floor. With delay it answers that much after each batch arrives,
-// standing in for a server's processing time.
-func startFloor(iface string, port uint16, delay time.Duration) (_ func(), err error) {
-	ifc, err := xsk.LookupInterface(iface)
+// startFloor runs the raw AF_XDP floor, no TCP/IP stack at all: echo on
+// port, sink on port+1, source on port+2 (reflector.Floor). With delay it
+// answers that much after each batch arrives, standing in for a server's
+// processing time.
+func startFloor(iface string, port uint16, delay time.Duration) (func(), error) {
+	f, stop, err := reflector.StartFloor(reflector.FloorConfig{Interface: iface, Addr: vethtest.UstackIPv4, Port: port, Delay: delay})
 	if err != nil {
 		return nil, err
 	}
-	u := &undoList{}
-	defer func() {
-		if err != nil {
-			u.run()
-		}
-	}()
-	umem, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: 4096})
-	if err != nil {
-		return nil, err
-	}
-	u.add(func() { umem.Close() })
-	sock, err := xsk.Open(umem, xsk.Config{Interface: iface})
-	if err != nil {
-		return nil, err
-	}
-	u.add(func() { sock.Close() })
-	if err := steer(u, ifc, sock.FD(), bpf.Owned{Addr: vethtest.UstackIPv4, Flags: bpf.OwnNeigh}, port); err != nil {
-		return nil, err
-	}
-	r := &reflector.Reflector{Sock: sock, Responder: reflector.Responder{MAC: ifc.MAC, IP: vethtest.UstackIPv4.As4()}, Spin: true, Delay: delay}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.Run(stop, 24*3600e9)
-	}()
-	// Stop the reflector before the socket closes.
-	u.add(func() { close(stop); <-done })
-	return u.run, nil
+	servedFloor = f
+	return stop, nil
 }
 
 // startFloorAsavie runs the same reflector over github.com/asavie/xdp's

@@ -1,6 +1,8 @@
 // Command ustack-echo is an echo server and client over ustack or the
-// kernel's TCP/IP stack, and a demo that compares the two on a veth pair
-// it builds itself.
+// kernel's TCP/IP stack, and a demo that compares the two, and the raw
+// AF_XDP floor, on a veth pair it builds itself: each server and client a
+// process of its own, placed as the benchmark places them (servers on the
+// last CPU, clients on the others, as on two hosts).
 //
 //	ustack-echo demo                                   # needs root
 //	ustack-echo server -stack ustack -iface eth1 -addr 198.18.0.10/24 -listen :7000
@@ -36,7 +38,9 @@ const usage = `usage: ustack-echo <mode> [flags]
 
 modes:
   demo     build a veth pair in two new namespaces and compare the kernel's
-           TCP with ustack, same client, one run (needs root)
+           TCP, ustack and the raw AF_XDP floor, each server and client a
+           process of its own on CPUs of its own, as go run ./bench does
+           (needs root; under a minute)
   server   run an echo server over ustack or the kernel
   client   run a ping-pong or rate workload against an echo server, or a
            bulk transfer against its discard server
@@ -45,6 +49,7 @@ modes:
 `
 
 func main() {
+	maybeRunDemoRole()
 	cli.Main("ustack-echo", usage, map[string]cli.Mode{"demo": runDemo, "server": runServer, "client": runClient})
 }
 

@@ -21,7 +21,10 @@ import (
 	"github.com/ustack-dev/ustack/vethtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(vethtest.Main(m)) }
+func TestMain(m *testing.M) {
+	maybeRunDemoRole() // the demo's children re-execute this binary
+	os.Exit(vethtest.Main(m))
+}
 
 // scrapeIn fetches http://addr/metrics from inside host's namespace
 // (where the server's loopback is) and returns the sample lines by name

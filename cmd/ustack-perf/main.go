@@ -33,7 +33,9 @@ const usage = `usage: ustack-perf <mode> [flags]
 modes:
   demo     build a veth pair in two new namespaces and run the latency
            tests and write_bw over queue pairs on the kernel's TCP and on
-           ustack, beside TCP ping-pong and bulk, one run (needs root)
+           ustack, beside TCP ping-pong and bulk, each server and client a
+           process of its own on CPUs of its own, as go run ./bench does
+           (needs root)
   server   serve queue-pair tests over ustack or the kernel
   client   run one test against a server
 
@@ -42,6 +44,7 @@ tests: write_lat send_lat read_lat atomic_lat write_bw send_bw
 `
 
 func main() {
+	maybeRunDemoRole()
 	cli.Main("ustack-perf", usage, map[string]cli.Mode{"demo": runDemo, "server": runServer, "client": runClient})
 }
 

@@ -1,0 +1,274 @@
+package reflector
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/ustack-dev/ustack/bpf"
+	"github.com/ustack-dev/ustack/xsk"
+)
+
+// MaxStream bounds a stream the floor's source sends, whatever its
+// request asks for.
+const MaxStream = time.Minute
+
+// Floor is the echo benchmark's floor server: a raw AF_XDP responder on
+// one socket with no TCP/IP stack, doing the least work each workload
+// needs. It answers ARP for its address and, by UDP destination port:
+//
+//	Port     echo: each datagram goes back to its sender, rewritten in
+//	         place (Responder.Handle): the ping-pong floor;
+//	Port+1   sink: each datagram is counted and its frame recycled: the
+//	         floor of receiving what a kernel sends as fast as it can;
+//	Port+2   source: a datagram whose payload holds a big-endian uint64
+//	         of nanoseconds starts a stream of MTU-sized datagrams back
+//	         to its sender for that long (at most MaxStream): the floor
+//	         of transmitting to a kernel that only counts.
+//
+// Everything else is dropped. One goroutine runs it (Run); Sink and
+// ResetSink may be called from others.
+type Floor struct {
+	Responder
+	Sock *xsk.Socket
+	Port uint16
+	// MTU sizes the source's datagrams (default 1500).
+	MTU int
+	// Spin busy-polls; otherwise the floor sleeps 20µs when idle.
+	Spin bool
+	// Delay is busy-waited before each batch of echo replies (see
+	// Reflector.Delay).
+	Delay time.Duration
+
+	sinkFrames, sinkBytes, sinkFirst, sinkLast atomic.Int64
+}
+
+// SinkStats is what the floor's sink received since the last reset.
+type SinkStats struct {
+	Frames int64 `json:"frames"`
+	Bytes  int64 `json:"bytes"` // UDP payload bytes
+	// First and Last are when the first and the last batch holding sink
+	// datagrams came off the RX ring (zero before any).
+	First, Last time.Time
+}
+
+// Count returns the counts with the seconds from the first batch to the
+// last.
+func (s SinkStats) Count() Count {
+	return Count{Frames: s.Frames, Bytes: s.Bytes, Seconds: s.Last.Sub(s.First).Seconds()}
+}
+
+// Sink returns the sink's counters.
+func (f *Floor) Sink() SinkStats {
+	s := SinkStats{Frames: f.sinkFrames.Load(), Bytes: f.sinkBytes.Load()}
+	if t := f.sinkFirst.Load(); t != 0 {
+		s.First, s.Last = time.Unix(0, t), time.Unix(0, f.sinkLast.Load())
+	}
+	return s
+}
+
+// ResetSink zeroes the sink's counters. Call it while no sink traffic
+// flows: counts from a batch in progress may survive it.
+func (f *Floor) ResetSink() {
+	f.sinkFirst.Store(0)
+	f.sinkLast.Store(0)
+	f.sinkFrames.Store(0)
+	f.sinkBytes.Store(0)
+}
+
+// Run serves until stop is closed or limit passes.
+func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
+	descs := make([]xsk.Desc, 64)
+	tx := make([]xsk.Desc, 0, 64)
+	drop := make([]xsk.Desc, 0, 64)
+	deadline := time.Now().Add(limit)
+	u := f.Sock.UMEM()
+	for idle := 0; ; idle++ {
+		if idle%256 == 0 && Done(stop, deadline) {
+			return
+		}
+		f.Sock.CompleteToFill()
+		n := f.Sock.Receive(descs)
+		if n == 0 {
+			f.Sock.Refill()
+			if !f.Spin {
+				time.Sleep(20 * time.Microsecond)
+			}
+			continue
+		}
+		idle = 0
+		tx, drop = tx[:0], drop[:0]
+		var sunk, sunkBytes int64
+		var stream udp4
+		var streamFor time.Duration
+		for _, d := range descs[:n] {
+			fr := u.Data(d)
+			p, ok := parseUDP4(fr)
+			switch {
+			case ok && p.dst.Addr() == f.ip() && p.dst.Port() == f.Port+1:
+				sunk++
+				sunkBytes += int64(len(p.payload))
+				drop = append(drop, d)
+			case ok && p.dst.Addr() == f.ip() && p.dst.Port() == f.Port+2:
+				if len(p.payload) >= 8 {
+					stream = p
+					stream.srcMAC = append([]byte(nil), p.srcMAC...)
+					streamFor = min(time.Duration(binary.BigEndian.Uint64(p.payload)), MaxStream)
+				}
+				drop = append(drop, d)
+			case f.Handle(fr):
+				tx = append(tx, d)
+			default:
+				drop = append(drop, d)
+			}
+		}
+		if sunk > 0 {
+			now := time.Now().UnixNano()
+			f.sinkFirst.CompareAndSwap(0, now)
+			f.sinkLast.Store(now)
+			f.sinkFrames.Add(sunk)
+			f.sinkBytes.Add(sunkBytes)
+		}
+		f.Sock.Recycle(drop)
+		if len(tx) > 0 {
+			if f.Delay > 0 {
+				for t0 := time.Now(); time.Since(t0) < f.Delay; {
+				}
+			}
+			sent, err := f.Sock.Transmit(tx)
+			if err != nil || sent < len(tx) {
+				f.Sock.Recycle(tx[sent:])
+			}
+		}
+		if streamFor > 0 {
+			f.stream(stream, streamFor, stop, deadline)
+		}
+	}
+}
+
+func (f *Floor) ip() netip.Addr { return netip.AddrFrom4(f.IP) }
+
+// stream sends MTU-sized datagrams to req's sender for d: each a copy of
+// one template into a transmit frame, 64 to a kick, as a stack's transmit
+// path would write them.
+func (f *Floor) stream(req udp4, d time.Duration, stop <-chan struct{}, deadline time.Time) {
+	mtu := f.MTU
+	if mtu == 0 {
+		mtu = 1500
+	}
+	payload := make([]byte, MaxUDPPayload(mtu))
+	for i := range payload {
+		payload[i] = byte(i)
+	}
+	tmpl := make([]byte, udpFrame+len(payload))
+	n := writeUDP4(tmpl, req.srcMAC, f.MAC, netip.AddrPortFrom(f.ip(), f.Port+2), req.src, payload)
+	tmpl = tmpl[:n]
+	u := f.Sock.UMEM()
+	// Reflected frames go back to receiving before the transmit pool is
+	// used for the stream, whose frames come back through Complete.
+	f.Sock.CompleteToFill()
+	batch := make([]xsk.Desc, 0, 64)
+	rx := make([]xsk.Desc, 64)
+	var queued, completed int
+	until := time.Now().Add(d)
+	for i := 0; ; i++ {
+		if i%16 == 0 && (time.Now().After(until) || Done(stop, deadline)) {
+			break
+		}
+		completed += f.Sock.Complete()
+		batch = batch[:0]
+		for len(batch) < cap(batch) {
+			a, ok := f.Sock.Alloc()
+			if !ok {
+				break
+			}
+			copy(u.Frame(a), tmpl)
+			batch = append(batch, xsk.Desc{Addr: a, Len: uint32(len(tmpl))})
+		}
+		q := f.Sock.Enqueue(batch)
+		for _, d := range batch[q:] {
+			f.Sock.Free(d.Addr)
+		}
+		queued += q
+		if err := f.Sock.Kick(); err != nil {
+			break
+		}
+		// Whatever arrives meanwhile (ARP) is dropped.
+		if m := f.Sock.Receive(rx); m > 0 {
+			f.Sock.Recycle(rx[:m])
+		}
+	}
+	// Every stream frame back in the transmit pool before echo replies
+	// use CompleteToFill again.
+	for t0 := time.Now(); completed < queued && time.Since(t0) < time.Second; {
+		f.Sock.Kick()
+		completed += f.Sock.Complete()
+	}
+}
+
+// FloorConfig configures StartFloor.
+type FloorConfig struct {
+	// Interface is the link to serve, in the calling thread's namespace.
+	Interface string
+	// Addr is the IPv4 address the floor answers for.
+	Addr netip.Addr
+	// Port is the echo port; the sink and source are on the next two.
+	Port uint16
+	// Delay is Floor.Delay.
+	Delay time.Duration
+}
+
+// StartFloor opens an AF_XDP socket on queue 0 of the interface (in the
+// calling thread's namespace), steers cfg.Addr's ARP and its three UDP
+// ports to it with ustack's XDP program in native mode, and runs a
+// spinning Floor on it. The returned function stops the floor and
+// releases everything; on error nothing is left behind.
+func StartFloor(cfg FloorConfig) (_ *Floor, stop func(), err error) {
+	ifc, err := xsk.LookupInterface(cfg.Interface)
+	if err != nil {
+		return nil, nil, err
+	}
+	var undo []func()
+	cleanup := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	umem, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: 4096})
+	if err != nil {
+		return nil, nil, err
+	}
+	undo = append(undo, func() { umem.Close() })
+	sock, err := xsk.Open(umem, xsk.Config{Interface: cfg.Interface})
+	if err != nil {
+		return nil, nil, err
+	}
+	undo = append(undo, func() { sock.Close() })
+	s := bpf.Steering{Ifindex: ifc.Index, Mode: bpf.AttachNative, Sockets: []int{sock.FD()},
+		Owned: []bpf.Owned{{Addr: cfg.Addr, Flags: bpf.OwnNeigh}}}
+	for i := range uint16(3) {
+		s.Ports = append(s.Ports, bpf.OwnedPort{Addr: cfg.Addr, Proto: bpf.UDP, Port: cfg.Port + i})
+	}
+	prog, _, err := bpf.Setup(s)
+	if err != nil {
+		return nil, nil, fmt.Errorf("steer %s to the floor: %w", ifc.Name, err)
+	}
+	undo = append(undo, func() { prog.Close() })
+	f := &Floor{Responder: Responder{MAC: ifc.MAC, IP: cfg.Addr.As4()}, Sock: sock, Port: cfg.Port, MTU: ifc.MTU, Spin: true, Delay: cfg.Delay}
+	done := make(chan struct{})
+	quit := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.Run(quit, 24*time.Hour)
+	}()
+	// The floor stops before its socket closes.
+	undo = append(undo, func() { close(quit); <-done })
+	return f, cleanup, nil
+}
