@@ -27,6 +27,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/internal/echo"
+	"github.com/ustack-dev/ustack/internal/echohandler"
 	"github.com/ustack-dev/ustack/internal/perftest"
 	"github.com/ustack-dev/ustack/internal/reflector"
 	"github.com/ustack-dev/ustack/stack"
@@ -76,10 +77,11 @@ func serveMain(args []string) error {
 	upstream := fs.Bool("upstream", false, "ustack with upstream netstack's hand-offs and immediate ACKs")
 	offload := fs.String("offload", "", "ustack offload setting: \"\" (the defaults), no-gro, no-gso or no-tx-checksum")
 	delay := fs.Duration("delay", 0, "the floor's processing time per batch (busy-waited)")
+	handler := fs.Bool("handler", false, "ustack: echo and discard servers on the handler API")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	stop, mode, err := startServer(*contender, *iface, *poll, uint16(*port), *upstream, *offload, *delay)
+	stop, mode, err := startServer(*contender, *iface, *poll, uint16(*port), *upstream, *handler, *offload, *delay)
 	if err != nil {
 		return err
 	}
@@ -150,7 +152,7 @@ type rttQuantiles struct {
 // then) and finally the result as JSON.
 func clientMain(args []string) error {
 	fs := flag.NewFlagSet("client", flag.ContinueOnError)
-	dialKind := fs.String("dial", "kernel", "kernel, busypoll or ustack")
+	dialKind := fs.String("dial", "kernel", "kernel, busypoll, ustack, ustack-handler (ping-pong and rate from handlers on a ustack client) or floor")
 	iface := fs.String("iface", "", "interface (ustack client)")
 	addr := fs.String("addr", "", "echo server address")
 	bulkAddr := fs.String("bulk-addr", "", "discard server address (bulk)")
@@ -183,13 +185,21 @@ func clientMain(args []string) error {
 			return err
 		}
 		defer c.Close()
+		pingPong := func(cfg echo.PingPongConfig) (*hdrhistogram.Histogram, error) { return echo.PingPong(ctx, c, cfg) }
+		if *dialKind == "ustack-handler" {
+			// The handler client dials a connection of its own; the one
+			// above only proves the server is there.
+			pingPong = func(cfg echo.PingPongConfig) (*hdrhistogram.Histogram, error) {
+				return echohandler.PingPong(ctx, clientStack, *proto, *addr, cfg)
+			}
+		}
 		// Warm-up outside the marks, then the measured run.
-		if _, err := echo.PingPong(ctx, c, echo.PingPongConfig{Size: *size, Warmup: -1, Count: *warmup}); err != nil {
+		if _, err := pingPong(echo.PingPongConfig{Size: *size, Warmup: -1, Count: *warmup}); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 		mark("START")
 		t0 := time.Now()
-		h, err := echo.PingPong(ctx, c, echo.PingPongConfig{Size: *size, Warmup: -1, Duration: *duration})
+		h, err := pingPong(echo.PingPongConfig{Size: *size, Warmup: -1, Duration: *duration})
 		res.Seconds = time.Since(t0).Seconds()
 		mark("END")
 		if err != nil {
@@ -244,7 +254,12 @@ func clientMain(args []string) error {
 			time.Sleep(500 * time.Millisecond)
 			mark("START")
 		}()
-		n, el, err := echo.Rate(ctx, dial, echo.RateConfig{Network: *proto, Address: *addr, Conns: *conns, Size: *size, Pipeline: *pipeline, Duration: *duration, Warmup: 500 * time.Millisecond})
+		rc := echo.RateConfig{Network: *proto, Address: *addr, Conns: *conns, Size: *size, Pipeline: *pipeline, Duration: *duration, Warmup: 500 * time.Millisecond}
+		rate := func() (int64, time.Duration, error) { return echo.Rate(ctx, dial, rc) }
+		if *dialKind == "ustack-handler" {
+			rate = func() (int64, time.Duration, error) { return echohandler.Rate(ctx, clientStack, rc) }
+		}
+		n, el, err := rate()
 		mark("END")
 		if err != nil {
 			return err
@@ -356,7 +371,7 @@ func clientDialer(kind, iface string) (dial echo.Dialer, closeDial func(), xdpMo
 			}
 			return newBusyConn(c)
 		}, func() {}, "", nil
-	case "ustack":
+	case "ustack", "ustack-handler":
 		s, err := stack.New(stack.Config{
 			Interface: iface,
 			Addrs:     []netip.Prefix{netip.PrefixFrom(clientUstackIPv4, vethtest.PrefixLen4)},
@@ -365,6 +380,7 @@ func clientDialer(kind, iface string) (dial echo.Dialer, closeDial func(), xdpMo
 		if err != nil {
 			return nil, nil, "", err
 		}
+		clientStack = s
 		return s.DialContext, func() { s.Close() }, s.Stats().AttachMode.String(), nil
 	case "floor":
 		// The floor's packet code at the client's end: one UDP flow on
@@ -379,6 +395,9 @@ func clientDialer(kind, iface string) (dial echo.Dialer, closeDial func(), xdpMo
 	}
 	return nil, nil, "", fmt.Errorf("unknown dialer %q", kind)
 }
+
+// clientStack is a ustack client's stack (-dial ustack or ustack-handler).
+var clientStack *stack.Stack
 
 // floorClientPort is the floor-floor client's UDP port.
 const floorClientPort = 40000

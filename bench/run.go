@@ -46,6 +46,10 @@ type contender struct {
 	// behaviour: segments handed to processor goroutines, every batch
 	// acknowledged at once (Config.HandOffTCP, DelayedAck < 0).
 	Upstream bool
+	// Handler serves the echo and discard workloads with ustack's
+	// run-to-completion handler API (stack.Handler) instead of a
+	// goroutine per net.Conn.
+	Handler bool
 	// Offload is the ustack server's offload setting (serve's -offload):
 	// "" for the defaults, "no-gro", "no-gso" or "no-tx-checksum".
 	Offload string
@@ -73,6 +77,11 @@ var allContenders = []contender{
 	// the client needs.
 	{Name: "ustack-1p", Record: true, Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: tcpWorkloads[:7], Procs: 1},
 	{Name: "ustack-ustack", Record: true, Server: "ustack", Poll: "spin", Client: "ustack", Proto: "tcp", Target: "ustack", Workloads: tcpWorkloads[:7]},
+	// The handler API: the echo runs on the server's worker, no
+	// goroutine per connection; with ustack-ustack-handler the client's
+	// requests are sent from handlers on its worker too.
+	{Name: "ustack-handler", Record: true, Server: "ustack", Poll: "spin", Handler: true, Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk", "conns"}},
+	{Name: "ustack-ustack-handler", Record: true, Server: "ustack", Poll: "spin", Handler: true, Client: "ustack-handler", Proto: "tcp", Target: "ustack", Workloads: pingpongRate},
 	// The floors: raw AF_XDP packet code, no TCP/IP stack. floor answers
 	// a kernel client's UDP ping-pong, sinks what a kernel UDP socket
 	// blasts at it (bulk) and streams MTU-sized datagrams to one that
@@ -143,7 +152,7 @@ func contenderNamed(name string) *contender {
 func floorOf(c contender, workload string) string {
 	switch workload {
 	case "pingpong":
-		if c.Client == "ustack" || c.Client == "floor" {
+		if c.Client == "ustack" || c.Client == "ustack-handler" || c.Client == "floor" {
 			return "floor-floor"
 		}
 		return "floor"
@@ -466,7 +475,7 @@ type server struct {
 
 func startServerChild(exe string, pair *vethtest.Pair, pl child.Placement, c contender) (*server, error) {
 	ch, err := spawn(exe, pair.Ustack, pl, procsEnv(c, c.Server), child.RoleServer, "-contender", c.Server, "-iface", pair.Ustack.Link, "-poll", c.Poll, "-port", strconv.Itoa(benchPort),
-		"-upstream="+strconv.FormatBool(c.Upstream), "-offload", c.Offload, "-delay", c.Delay.String())
+		"-upstream="+strconv.FormatBool(c.Upstream), "-handler="+strconv.FormatBool(c.Handler), "-offload", c.Offload, "-delay", c.Delay.String())
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ustack-dev/ustack/bench/internal/asavie"
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/internal/echo"
+	"github.com/ustack-dev/ustack/internal/echohandler"
 	"github.com/ustack-dev/ustack/internal/perftest"
 	"github.com/ustack-dev/ustack/internal/reflector"
 	"github.com/ustack-dev/ustack/qp"
@@ -44,7 +45,7 @@ var servedFloor *reflector.Floor
 // the current namespace and returns a function that stops them and
 // releases everything, and the mode the XDP program was attached in (""
 // for the kernel contenders, which attach none).
-func startServer(contender, iface, poll string, port uint16, upstream bool, offload string, delay time.Duration) (stop func(), xdpMode string, err error) {
+func startServer(contender, iface, poll string, port uint16, upstream, handler bool, offload string, delay time.Duration) (stop func(), xdpMode string, err error) {
 	kernelAddr := netip.AddrPortFrom(vethtest.UstackHostIPv4, port)
 	ustackAddr := netip.AddrPortFrom(vethtest.UstackIPv4, port)
 	switch contender {
@@ -97,6 +98,27 @@ func startServer(contender, iface, poll string, port uint16, upstream bool, offl
 		if err != nil {
 			s.Close()
 			return nil, "", err
+		}
+		if handler {
+			// The echo and discard servers on the handler API, in
+			// place of the net.Conn ones on the same ports.
+			closeAll(lns[:2])
+			hecho, err := s.ListenHandler("tcp", ustackAddr.String(), echohandler.Echo{})
+			if err != nil {
+				closeAll(lns[2:])
+				s.Close()
+				return nil, "", err
+			}
+			hdiscard, err := s.ListenHandler("tcp", netip.AddrPortFrom(ustackAddr.Addr(), port+1).String(), echohandler.Discard{})
+			if err != nil {
+				hecho.Close()
+				closeAll(lns[2:])
+				s.Close()
+				return nil, "", err
+			}
+			go echo.ServeSource(lns[2])
+			go serveQP(lns[3])
+			return func() { hecho.Close(); hdiscard.Close(); closeAll(lns[2:]); s.Close() }, s.Stats().AttachMode.String(), nil
 		}
 		go echo.ServeTCP(lns[0])
 		go echo.ServeDiscard(lns[1])

@@ -58,6 +58,16 @@ type Drainer interface {
 	OnDrain(s *Stream)
 }
 
+// EOFHandler is an optional Handler method: OnEOF is called on the worker
+// when the peer has closed its sending side (its FIN arrived, after every
+// byte before it went to OnTraffic). What OnEOF writes is still sent; the
+// stream then closes, and OnClose follows with io.EOF (nil if OnEOF
+// closed the stream itself). Without it, the stream closes at the peer's
+// FIN once what was written has been sent.
+type EOFHandler interface {
+	OnEOF(s *Stream)
+}
+
 // MaxBuffered is how many written bytes a Stream holds beyond what TCP's
 // send buffer takes; a Write past it fails with ErrBufferFull.
 const MaxBuffered = 4 << 20
@@ -315,7 +325,14 @@ func (s *Stream) serve() {
 		switch err.(type) {
 		case *tcpip.ErrWouldBlock:
 		case *tcpip.ErrClosedForReceive:
-			// The peer's FIN: close once what was written is sent.
+			// The peer's FIN: the handler's last word, then close
+			// once what was written is sent.
+			if e, ok := s.h.(EOFHandler); ok && !s.closed {
+				e.OnEOF(s)
+			}
+			if s.closed || s.closing && len(s.pending) == 0 {
+				break // OnEOF closed it
+			}
 			s.closing = true
 			s.endErr = io.EOF
 			if len(s.pending) == 0 {

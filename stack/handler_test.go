@@ -423,3 +423,39 @@ func TestMemHandlerConnectionMemory(t *testing.T) {
 		t.Errorf("a Handler's connection holds %d bytes, a net.Conn server's %d: want at least 2 KiB less", hand, conn)
 	}
 }
+
+// eofHandler answers the peer's FIN with a last word.
+type eofHandler struct{ funcHandler }
+
+func (h *eofHandler) OnEOF(s *Stream) { s.Write([]byte("goodbye")) }
+
+// TestMemHandlerEOF: a handler with OnEOF writes after the peer's FIN
+// (half-close, as a server that answers once the request stream ends),
+// and the stream closes after; OnClose gets io.EOF.
+func TestMemHandlerEOF(t *testing.T) {
+	mp := newMemPair(t, Adaptive)
+	h := &eofHandler{}
+	ln, err := mp.b.ListenHandler("tcp4", ":13", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), 13).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c.Write([]byte("request"))
+	if err := c.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil || string(got) != "goodbye" {
+		t.Fatalf("read %q, %v; want \"goodbye\" then EOF", got, err)
+	}
+	waitFor(t, "OnClose", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.closed })
+	if err := h.closeErr(); err != io.EOF {
+		t.Errorf("OnClose: %v, want io.EOF", err)
+	}
+}

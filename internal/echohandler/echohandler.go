@@ -39,15 +39,24 @@ func (Echo) OnTraffic(s *stack.Stream, b []byte) {
 // OnClose implements stack.Handler.
 func (Echo) OnClose(*stack.Stream, error) {}
 
-// Discard is the discard server on the handler API: it drops what
-// it receives.
+// Discard is echo.ServeDiscard on the handler API, the server side of
+// echo.Bulk: it counts what it receives and, at the peer's FIN, writes the
+// count back (8 bytes, big-endian) and closes.
 type Discard struct{}
 
 // OnOpen implements stack.Handler.
-func (Discard) OnOpen(*stack.Stream) {}
+func (Discard) OnOpen(s *stack.Stream) { s.SetContext(new(int64)) }
 
 // OnTraffic implements stack.Handler.
-func (Discard) OnTraffic(*stack.Stream, []byte) {}
+func (Discard) OnTraffic(s *stack.Stream, b []byte) { *s.Context().(*int64) += int64(len(b)) }
+
+// OnEOF implements stack.EOFHandler: the count, then close.
+func (Discard) OnEOF(s *stack.Stream) {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(*s.Context().(*int64)))
+	s.Write(b[:])
+	s.Close()
+}
 
 // OnClose implements stack.Handler.
 func (Discard) OnClose(*stack.Stream, error) {}

@@ -60,6 +60,21 @@ func TestHandlersEndToEnd(t *testing.T) {
 		}
 		t.Logf("%s: %d requests in %v", addr, n, d)
 	}
+	// echo.Bulk against the handler discard server: the count comes
+	// back after the client's FIN (stack.EOFHandler).
+	dln, err := server.ListenHandler("tcp", ":9", Discard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dln.Close()
+	bc, err := client.Dial("tcp", "198.18.7.2:9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := echo.Bulk(ctx, bc, 100*time.Millisecond); err != nil || n == 0 {
+		t.Fatalf("bulk to the handler discard server: %d bytes, %v", n, err)
+	}
+	bc.Close()
 	// A canceled context ends a ping-pong with its error.
 	cctx, ccancel := context.WithCancel(ctx)
 	time.AfterFunc(50*time.Millisecond, ccancel)
@@ -67,7 +82,7 @@ func TestHandlersEndToEnd(t *testing.T) {
 		t.Errorf("canceled ping-pong: %v, want context.Canceled", err)
 	}
 	// Nothing listens: the dial fails.
-	if _, err := PingPong(ctx, client, "tcp", "198.18.7.2:9", echo.PingPongConfig{Count: 1}); err == nil {
+	if _, err := PingPong(ctx, client, "tcp", "198.18.7.2:10", echo.PingPongConfig{Count: 1}); err == nil {
 		t.Error("ping-pong to a closed port succeeded")
 	}
 }
