@@ -53,18 +53,8 @@ type queue struct {
 	// rxYields counts the worker's yields of its P after an RX batch
 	// (tests).
 	rxYields atomic.Uint64
-	// woke is set when a notification may have readied an
-	// application's goroutine (wakeNotifier, a PollOnWorker consumer);
-	// the worker yields its P after the batch then. Every queue's is set
-	// (the goroutine is on the P of whichever worker ran the notifier).
-	woke atomic.Bool
-
-	// spinning is set while the worker busy-polls (not blocked in Wait):
-	// only then may a kick be left to it.
-	spinning atomic.Bool
-	// awake is set while the worker is not blocked in Wait: it will look
-	// at the endpoint's ready list (see wakeForReady).
-	awake atomic.Bool
+	// flags are the kick protocol's (kick.go).
+	flags workerFlags
 	trace *tracer // the endpoint's, nil unless tracing
 }
 
@@ -79,13 +69,13 @@ type endpoint struct {
 	spinBudget time.Duration
 	pin        bool
 	trustRx    bool
-	partialOK  bool      // accept offload.Partial checksums (a veth peer)
-	txCsum     bool      // TX checksums computed in the copy (Config.NoTxChecksum unset)
-	gso        bool      // TCP segmentation offload (not Config.NoGSO)
-	gro        bool      // receive coalescing (Config.NoGRO unset)
-	handOff    bool      // Config.HandOffTCP
-	fast       *fastPath // early demux, set by newStack (nil: none)
-	trace      *tracer   // nil unless Config.Trace
+	partialOK  bool        // accept offload.Partial checksums (a veth peer)
+	txCsum     bool        // TX checksums computed in the copy (Config.NoTxChecksum unset)
+	gso        bool        // TCP segmentation offload (not Config.NoGSO)
+	gro        bool        // receive coalescing (Config.NoGRO unset)
+	handOff    bool        // Config.HandOffTCP
+	demux      *earlyDemux // early demux, set by newStack (nil: none)
+	trace      *tracer     // nil unless Config.Trace
 
 	// ready is the worker-read connections with something to read
 	// (PollOnWorker).
