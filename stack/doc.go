@@ -11,7 +11,7 @@
 //	    of in-order segments of one TCP flow into one packet → copies each
 //	    frame (or run) once into a netstack buffer → delivers it inline: a segment of an
 //	    established IPv4 connection straight to that connection's queue
-//	    (early demux, fastpath.go), anything else through netstack's
+//	    (early demux, earlydemux.go), anything else through netstack's
 //	    layers → once the batch is in, processes every TCP connection it
 //	    touched on the worker itself (run to completion), which wakes the
 //	    application goroutines with data → reads the connections handed

@@ -89,7 +89,7 @@ func newStack(cfg Config, ios []frameIO, link linkInfo, owner portOwner) (*Stack
 	})
 	s := &Stack{cfg: cfg, ns: ns, ep: ep, mw: mw, addrs: cfg.Addrs}
 	if q, ok := ns.TransportProtocolInstance(tcp.ProtocolNumber).(segmentQueuer); ok && !cfg.NoEarlyDemux {
-		ep.fast = newFastPath(ns, q)
+		ep.demux = newEarlyDemux(ns, q)
 	}
 	s.ports = newPortTable(owner)
 	fail := func(err error) (*Stack, error) {

@@ -1,64 +1,10 @@
 package stack
 
 import (
-	"net"
 	"sync"
-	"sync/atomic"
 
-	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/adapters/gonet"
-	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
 )
-
-// listener is a gonet listener whose accepted connections hold the
-// listening port in the owned table until they have closed.
-type listener struct {
-	*gonet.TCPListener
-	s      *Stack
-	ep     tcpip.Endpoint
-	wq     *waiter.Queue
-	keys   []portKey
-	once   sync.Once
-	closed atomic.Bool
-}
-
-// Accept implements net.Listener. It accepts directly from the endpoint
-// (as gonet does) so that the connection's endpoint is known.
-func (l *listener) Accept() (net.Conn, error) {
-	n, wq, err := l.ep.Accept(nil)
-	if _, ok := err.(*tcpip.ErrWouldBlock); ok {
-		entry, notify := l.s.ep.newWakeEntry(waiter.ReadableEvents)
-		l.wq.EventRegister(&entry)
-		defer l.wq.EventUnregister(&entry)
-		for {
-			n, wq, err = l.ep.Accept(nil)
-			if _, ok := err.(*tcpip.ErrWouldBlock); !ok {
-				break
-			}
-			<-notify
-		}
-	}
-	if err != nil {
-		if l.closed.Load() {
-			// As Go's own listeners say after Close.
-			return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: net.ErrClosed}
-		}
-		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: goError(err)}
-	}
-	if aerr := l.s.ports.acquireAll(l.keys); aerr != nil {
-		n.Close()
-		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: aerr}
-	}
-	return newTCPConn(l.s, wq, n, l.keys), nil
-}
-
-// Close implements net.Listener. Connections already accepted stay open.
-func (l *listener) Close() error {
-	l.closed.Store(true)
-	err := l.TCPListener.Close()
-	l.once.Do(func() { l.s.ports.releaseAll(l.keys) })
-	return err
-}
 
 // udpConn is a gonet UDP socket that gives its port back on Close.
 type udpConn struct {
