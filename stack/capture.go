@@ -28,7 +28,7 @@ type Capture struct {
 }
 
 // DefaultCaptureMaxBytes is Capture.MaxBytes's default.
-const DefaultCaptureMaxBytes = pcapio.DefaultMaxBytes
+const DefaultCaptureMaxBytes = 64 << 20
 
 // CaptureStats count a capture's records.
 type CaptureStats struct {

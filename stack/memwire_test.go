@@ -2,9 +2,11 @@ package stack
 
 import (
 	"sync/atomic"
+	"testing"
 
 	"github.com/ustack-dev/ustack/stack/internal/faultio"
 	"github.com/ustack-dev/ustack/stack/internal/memwire"
+	"github.com/ustack-dev/ustack/stack/internal/pcapio"
 )
 
 // memEnd is one end of a memory wire as the tests drive it: the wire's
@@ -57,3 +59,14 @@ func (m *memEnd) hook(frame []byte) bool {
 // idle in its free list or return ring, or on the wire to the peer. Only
 // when both ends have stopped.
 func (m *memEnd) wireFrames(peer *memEnd) int { return m.wire.FramesAccounted(peer.wire) }
+
+// TestMiddlewareConstants: the public constants that describe the
+// middleware's behaviour are the middleware's own.
+func TestMiddlewareConstants(t *testing.T) {
+	if DefaultCaptureMaxBytes != pcapio.DefaultMaxBytes {
+		t.Errorf("DefaultCaptureMaxBytes %d, pcapio uses %d", DefaultCaptureMaxBytes, pcapio.DefaultMaxBytes)
+	}
+	if ReorderTimeout != faultio.ReorderTimeout {
+		t.Errorf("ReorderTimeout %v, faultio uses %v", ReorderTimeout, faultio.ReorderTimeout)
+	}
+}
