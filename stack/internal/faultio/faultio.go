@@ -184,13 +184,17 @@ type IO struct {
 
 	// TX side. mu serialises the TX methods below with the timer that
 	// releases held frames: the layer keeps its own lock rather than
-	// borrowing the stack's TX lock.
+	// borrowing the stack's TX lock. While nothing is held (heldN 0) the
+	// timer makes no call below, and the TX methods, serialised by their
+	// caller, skip the lock: heldN turns nonzero only in Enqueue, and the
+	// timer's calls below happen before it stores 0.
 	mu     sync.Mutex
-	txHeld []held      // under mu
-	timer  *time.Timer // releases held TX frames when due; armed under mu
-	armed  time.Time   // when timer fires (zero: stopped), under mu
-	closed bool        // under mu
-	txOne  [1]xsk.Desc // under mu
+	heldN  atomic.Int32 // len(txHeld), stored under mu
+	txHeld []held       // under mu
+	timer  *time.Timer  // releases held TX frames when due; armed under mu
+	armed  time.Time    // when timer fires (zero: stopped), under mu
+	closed bool         // under mu
+	txOne  [1]xsk.Desc  // under mu
 	txHook atomic.Pointer[func(frame []byte) bool]
 }
 
@@ -393,6 +397,9 @@ func (f *IO) Wait(timeout time.Duration) error {
 
 // Alloc implements frameio.IO.
 func (f *IO) Alloc() (uint64, bool) {
+	if f.heldN.Load() == 0 {
+		return f.IO.Alloc()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.IO.Alloc()
@@ -400,6 +407,10 @@ func (f *IO) Alloc() (uint64, bool) {
 
 // Free implements frameio.IO.
 func (f *IO) Free(addr uint64) {
+	if f.heldN.Load() == 0 {
+		f.IO.Free(addr)
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.IO.Free(addr)
@@ -407,6 +418,9 @@ func (f *IO) Free(addr uint64) {
 
 // Complete implements frameio.IO.
 func (f *IO) Complete() int {
+	if f.heldN.Load() == 0 {
+		return f.IO.Complete()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.IO.Complete()
@@ -416,12 +430,13 @@ func (f *IO) Complete() int {
 // frame by frame, and held frames that are due, or that a frame has now
 // overtaken, go first.
 func (f *IO) Enqueue(descs []xsk.Desc) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	hook := f.txHook.Load()
-	if hook == nil && len(f.txHeld) == 0 && !f.tx.rates.Load().active() {
+	if hook == nil && f.heldN.Load() == 0 && !f.tx.rates.Load().active() {
 		return f.IO.Enqueue(descs)
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.noteHeld()
 	f.releaseTx()
 	now := time.Now()
 	for i := range descs {
@@ -472,6 +487,9 @@ func (f *IO) Enqueue(descs []xsk.Desc) int {
 	f.releaseTx()
 	return len(descs)
 }
+
+// noteHeld publishes len(txHeld). Under mu.
+func (f *IO) noteHeld() { f.heldN.Store(int32(len(f.txHeld))) }
 
 // passTx notes that a frame went ahead of the held ones. Under mu.
 func (f *IO) passTx() {
@@ -524,6 +542,7 @@ func (f *IO) fire() {
 	before := len(f.txHeld)
 	f.releaseTx()
 	released := before - len(f.txHeld)
+	f.noteHeld()
 	f.mu.Unlock()
 	if released > 0 {
 		f.IO.Kick()
@@ -541,6 +560,7 @@ func (f *IO) Close() error {
 		f.IO.Free(h.desc.Addr)
 	}
 	f.txHeld = f.txHeld[:0]
+	f.noteHeld()
 	f.mu.Unlock()
 	for _, h := range f.rxHeld {
 		f.ownFree = append(f.ownFree, h.desc.Addr)
