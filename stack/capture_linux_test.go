@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ustack-dev/ustack/stack/internal/pcapio"
 	"github.com/ustack-dev/ustack/vethtest"
 )
 
@@ -85,7 +86,7 @@ func TestPrivilegedCaptureReadByTshark(t *testing.T) {
 	if data := tsharkCount(t, file, "tcp.port == 7007 && tcp.len > 0"); data < 200 {
 		t.Errorf("%d TCP segments with data, want at least the 100 requests and 100 replies", data)
 	}
-	t.Logf("capture: %d frames, %d TCP segments, %s bytes", total, tcp, strconv.FormatUint(st.Capture.Bytes+pcapHeaderLen, 10))
+	t.Logf("capture: %d frames, %d TCP segments, %s bytes", total, tcp, strconv.FormatUint(st.Capture.Bytes+pcapio.FileHeaderLen, 10))
 }
 
 // settleSegments waits, at most max, until s has sent and received no TCP

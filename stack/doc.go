@@ -11,7 +11,7 @@
 //	    of in-order segments of one TCP flow into one packet → copies each
 //	    frame (or run) once into a netstack buffer → delivers it inline: a segment of an
 //	    established IPv4 connection straight to that connection's queue
-//	    (early demux, fastpath.go), anything else through netstack's
+//	    (early demux, earlydemux.go), anything else through netstack's
 //	    layers → once the batch is in, processes every TCP connection it
 //	    touched on the worker itself (run to completion), which wakes the
 //	    application goroutines with data → reads the connections handed
@@ -40,22 +40,27 @@
 // latency; see PollPolicy. Config.Trace records where a request's time
 // goes (trace.go).
 //
-// A queue's frame I/O goes through the small frameIO interface, which an
-// AF_XDP socket implements on Linux (xskio_linux.go) and, for tests, an
-// in-memory wire (memwire.go): two ends sharing one arena of frames, each
-// direction a ring of descriptors (package ring) plus a ring returning the
-// frames to their sender. Like an AF_XDP socket in copy mode it delivers
-// what was enqueued only after a kick, so the endpoint code under test is
-// the code that runs over AF_XDP, kick policy included. NewPipe joins two
-// stacks by such a wire for users' own tests.
+// A queue's frame I/O goes through one interface (package frameio),
+// which an AF_XDP socket implements on Linux (xskio_linux.go) and, for
+// tests and NewPipe, an in-memory wire (package memwire): two ends
+// sharing one arena of frames, each direction a ring of descriptors
+// (package ring) plus a ring returning the frames to their sender. Like
+// an AF_XDP socket in copy mode it delivers what was enqueued only after
+// a kick, so the endpoint code under test is the code that runs over
+// AF_XDP, kick policy included. NewPipe joins two stacks by such a wire
+// for users' own tests.
 //
-// Middleware wraps a queue's frameIO, as gVisor's link/sniffer and
-// link/qdisc wrap a link endpoint, so the worker and TX code are the same
-// with or without it: Config.Faults adds faults.go's injector next to the
-// wire (seeded drop, corruption, duplication, reordering, delay, per
-// direction), and Config.Capture adds capture.go's pcap writer above it,
-// so a capture shows what netstack sent and what the worker received.
-// Neither is in the chain unless configured. Stats counts everything,
+// Middleware wraps a queue's frame I/O, as gVisor's link/sniffer and
+// link/qdisc wrap a link endpoint, each in a package of its own under
+// stack/internal, so the worker and TX code are the same with or without
+// it (middleware.go builds the chain): Config.Faults adds package
+// faultio's injector next to the wire (seeded drop, corruption,
+// duplication, reordering, delay, per direction; it releases what it
+// holds back on its own timer), and Config.Capture adds package pcapio's
+// writer above it, so a capture shows what netstack sent and what the
+// worker received. Stats and Close reach every layer through the
+// interface's ReadStats and Close; the stack never names a layer's type.
+// Neither layer is in the chain unless configured. Stats counts everything,
 // Stats.Summary prints it, and package metrics exports it to Prometheus.
 //
 // Handlers (handler.go) are the run-to-completion API: a connection

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,8 +32,7 @@ var (
 // queue is one interface queue: its port, the worker state (RX side,
 // owned by the worker goroutine) and the TX state (guarded by txMu).
 type queue struct {
-	io  frameIO // the chain the worker and writers drive
-	raw frameIO // the socket (or memory wire) under any middleware
+	io frameIO // the chain the worker and writers drive (middleware.go)
 
 	rxDescs [batchSize]xsk.Desc // worker only
 	// Worker only: the batch's verdicts, and GRO's scratch.
@@ -53,21 +53,9 @@ type queue struct {
 	// rxYields counts the worker's yields of its P after an RX batch
 	// (tests).
 	rxYields atomic.Uint64
-	// woke is set when a notification may have readied an
-	// application's goroutine (wakeNotifier, a PollOnWorker consumer);
-	// the worker yields its P after the batch then. Every queue's is set
-	// (the goroutine is on the P of whichever worker ran the notifier).
-	woke atomic.Bool
-
-	// spinning is set while the worker busy-polls (not blocked in Wait):
-	// only then may a kick be left to it.
-	spinning atomic.Bool
-	// awake is set while the worker is not blocked in Wait: it will look
-	// at the endpoint's ready list (see wakeForReady).
-	awake atomic.Bool
+	// flags are the kick protocol's (kick.go).
+	flags workerFlags
 	trace *tracer // the endpoint's, nil unless tracing
-
-	faults *faultIO // the fault injector in io's chain, nil unless Config.Faults
 }
 
 // endpoint is the netstack link endpoint over a set of queues.
@@ -81,14 +69,13 @@ type endpoint struct {
 	spinBudget time.Duration
 	pin        bool
 	trustRx    bool
-	partialOK  bool      // accept offload.Partial checksums (a veth peer)
-	txCsum     bool      // TX checksums computed in the copy (Config.NoTxChecksum unset)
-	gso        bool      // TCP segmentation offload (not Config.NoGSO)
-	gro        bool      // receive coalescing (Config.NoGRO unset)
-	handOff    bool      // Config.HandOffTCP
-	fast       *fastPath // early demux, set by newStack (nil: none)
-	trace      *tracer   // nil unless Config.Trace
-	capture    *capturer // nil unless Config.Capture
+	partialOK  bool        // accept offload.Partial checksums (a veth peer)
+	txCsum     bool        // TX checksums computed in the copy (Config.NoTxChecksum unset)
+	gso        bool        // TCP segmentation offload (not Config.NoGSO)
+	gro        bool        // receive coalescing (Config.NoGRO unset)
+	handOff    bool        // Config.HandOffTCP
+	demux      *earlyDemux // early demux, set by newStack (nil: none)
+	trace      *tracer     // nil unless Config.Trace
 
 	// ready is the worker-read connections with something to read
 	// (PollOnWorker).
@@ -119,27 +106,13 @@ func newEndpoint(ios []frameIO, link linkInfo, cfg *Config) *endpoint {
 	if cfg.Trace {
 		e.trace = newTracer()
 	}
-	if cfg.Capture != nil {
-		e.capture = newCapturer(cfg.Capture)
-	}
-	for i, io := range ios {
-		q := &queue{io: io, raw: io, trace: e.trace, groSegs: make([]offload.Seg, 0, batchSize)}
-		// Middleware, outermost last: faults next to the wire.
-		if cfg.Faults != nil {
-			q.faults = newFaultIO(q.io, cfg.Faults, i, &q.txMu)
-			q.io = q.faults
-		}
-		if e.capture != nil {
-			q.io = &captureIO{frameIO: q.io, c: e.capture}
-		}
+	for _, io := range ios {
+		q := &queue{io: io, trace: e.trace, groSegs: make([]offload.Seg, 0, batchSize)}
 		q.deferred.work = make([]gstack.DeferredWork, 0, batchSize)
 		e.queues = append(e.queues, q)
 	}
 	return e
 }
-
-// rawIO returns the queue's frame I/O under any middleware.
-func (q *queue) rawIO() frameIO { return q.raw }
 
 // MTU implements gstack.LinkEndpoint.
 func (e *endpoint) MTU() uint32 { return e.mtu }
@@ -227,17 +200,18 @@ func (e *endpoint) signalStop() {
 	}
 }
 
-// stopWorkers stops the workers and waits for them, then has the
-// middleware give back the frames it holds. It must not be called with
+// stopWorkers stops the workers and waits for them, then closes every
+// queue's frame I/O chain: each layer gives back what it holds (frames,
+// buffered capture) and closes the one below. It must not be called with
 // netstack's locks held.
-func (e *endpoint) stopWorkers() {
+func (e *endpoint) stopWorkers() error {
 	e.signalStop()
 	e.wg.Wait()
+	var errs []error
 	for _, q := range e.queues {
-		if q.faults != nil {
-			q.faults.drain()
-		}
+		errs = append(errs, q.io.Close())
 	}
+	return errors.Join(errs...)
 }
 
 // IsAttached implements gstack.LinkEndpoint.

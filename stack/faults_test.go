@@ -8,13 +8,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/ustack-dev/ustack/internal/testpkt"
-	"github.com/ustack-dev/ustack/ring"
-	"github.com/ustack-dev/ustack/xsk"
+	"github.com/ustack-dev/ustack/stack/internal/faultio"
 )
 
 // newFaultPair is newMemPair with a Faults configuration on each end
@@ -44,30 +41,6 @@ func newFaultPair(t testing.TB, fa, fb *Faults) *memPair {
 	return mp
 }
 
-// wireFrames counts the frames of m's own pool that are accounted for:
-// idle in its free list or return ring, or on the wire to the peer. Only
-// when both ends have stopped.
-func (m *memEnd) wireFrames(peer *memEnd) int {
-	m.outMu.Lock()
-	defer m.outMu.Unlock()
-	return len(m.free) + ringCount(m.retIn) + int(m.out.Pending()) + ringCount(peer.in)
-}
-
-// ringCount counts what a consumer can take (Available alone counts only
-// what it already knows of), leaving it all in place.
-func ringCount[T any](c *ring.Consumer[T]) int {
-	total := uint32(0)
-	for {
-		_, n := c.Peek(c.Size())
-		if n == 0 {
-			break
-		}
-		total += n
-	}
-	c.Cancel(total)
-	return int(total)
-}
-
 // checkFrames closes both stacks and checks that every frame of the wire
 // and of the fault injectors' own pools is back where it belongs.
 func checkFrames(t *testing.T, mp *memPair) {
@@ -82,8 +55,10 @@ func checkFrames(t *testing.T, mp *memPair) {
 		if n := e.end.wireFrames(e.other); n != 1024 {
 			t.Errorf("%s: %d of 1024 TX frames accounted for", e.name, n)
 		}
-		if f := e.s.ep.queues[0].faults; f != nil && len(f.ownFree) != ownFrames {
-			t.Errorf("%s: fault injector holds %d of its %d RX frames", e.name, ownFrames-len(f.ownFree), ownFrames)
+		for _, f := range e.s.mw.faults {
+			if n := f.OwnFramesOut(); n != 0 {
+				t.Errorf("%s: fault injector holds %d of its %d RX frames", e.name, n, faultio.OwnFrames)
+			}
 		}
 	}
 }
@@ -243,90 +218,6 @@ func TestFaultsValidate(t *testing.T) {
 		if err := cfg.validate(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: validate = %v, want ErrConfig", f, err)
 		}
-	}
-}
-
-// TestFaultsSeeded: the same seed draws the same faults.
-func TestFaultsSeeded(t *testing.T) {
-	r := FaultRates{Drop: 0.1, Corrupt: 0.1, Duplicate: 0.1, Reorder: 0.1, Delay: 0.1}
-	a, b := newFaultDir(r, 5, 0), newFaultDir(r, 5, 0)
-	c := newFaultDir(r, 6, 0)
-	same, differ := true, false
-	counts := map[fault]int{}
-	for i := 0; i < 10000; i++ {
-		x := a.draw()
-		same = same && x == b.draw()
-		differ = differ || x != c.draw()
-		counts[x]++
-	}
-	if !same || !differ {
-		t.Errorf("same seed same draws: %v; other seed other draws: %v", same, differ)
-	}
-	for k := faultDrop; k <= faultDelay; k++ {
-		if n := counts[k]; n < 800 || n > 1200 {
-			t.Errorf("fault %d drawn %d times in 10000 at rate 0.1", k, n)
-		}
-	}
-
-}
-
-// TestFaultIOAllocs: injecting faults allocates nothing per frame, and a
-// stream of frames through RX and TX faults keeps every frame accounted
-// for.
-func TestFaultIOAllocs(t *testing.T) {
-	pa, pb, err := newMemWire(1024, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := FaultRates{Drop: 0.1, Corrupt: 0.1, Duplicate: 0.1, Reorder: 0.1, Delay: 0.1, DelayTime: time.Microsecond}
-	var txMu, rxTxMu sync.Mutex
-	tx := newFaultIO(pa, &Faults{Seed: 1, TX: r}, 0, &txMu)
-	rx := newFaultIO(pb, &Faults{Seed: 2, RX: r}, 0, &rxTxMu)
-	frame := testpkt.UDP(memA4.Addr(), memB4.Addr(), 1, 2, make([]byte, 100))
-	var descs [batchSize]xsk.Desc
-	var out [8]xsk.Desc
-	step := func() {
-		txMu.Lock()
-		tx.Complete()
-		n := 0
-		for ; n < len(out); n++ {
-			a, ok := tx.Alloc()
-			if !ok {
-				break
-			}
-			out[n] = xsk.Desc{Addr: a, Len: uint32(copy(tx.Frame(a), frame))}
-		}
-		k := tx.Enqueue(out[:n])
-		for _, d := range out[k:n] {
-			tx.Free(d.Addr)
-		}
-		txMu.Unlock()
-		tx.Kick()
-		m := rx.Receive(descs[:])
-		rx.Recycle(descs[:m])
-	}
-	for range 1000 { // warm up: slices reach their working size
-		step()
-	}
-	if n := testing.AllocsPerRun(1000, step); n != 0 {
-		t.Errorf("%v allocations per batch of 8 frames through TX and RX faults", n)
-	}
-	time.Sleep(time.Millisecond)
-	for range 10 {
-		step()
-	}
-	rxS, txS := rx.faultStats()
-	_, txT := tx.faultStats()
-	if rxS.Duplicated == 0 || txT.Reordered == 0 {
-		t.Errorf("faults not drawn: rx %+v tx %+v", rxS, txS)
-	}
-	tx.drain()
-	rx.drain()
-	if n := pa.wireFrames(pb); n != 1024 {
-		t.Errorf("%d of 1024 frames accounted for", n)
-	}
-	if len(rx.ownFree) != ownFrames {
-		t.Errorf("RX injector holds %d of its own frames", ownFrames-len(rx.ownFree))
 	}
 }
 

@@ -202,13 +202,7 @@ func (z *rxFuzzer) connect() {
 // the return ring holds: the ring's count of available entries refreshes
 // only once the known ones are taken.)
 func (z *rxFuzzer) idle() int {
-	m := z.peer
-	idx, n := m.retIn.Peek(m.retIn.Size())
-	for i := uint32(0); i < n; i++ {
-		m.free = append(m.free, *m.retIn.At(idx + i))
-	}
-	m.retIn.Release(n)
-	return len(m.free)
+	return z.peer.wire.IdleFrames()
 }
 
 // send puts one frame on the wire and waits until the target's worker
@@ -228,7 +222,7 @@ func (z *rxFuzzer) send(frame []byte) {
 		z.t.Fatal("wire full")
 	}
 	z.peer.Kick()
-	target := z.s.ep.queues[0].raw
+	target := z.s.ep.queues[0].io
 	deadline := time.Now().Add(10 * time.Second)
 	for z.idle() < want || target.TxQueued() > 0 {
 		if time.Now().After(deadline) {

@@ -66,8 +66,7 @@ func (e *endpoint) worker(i int, q *queue) {
 	// worker starts and then only every osYield empty polls, not at every
 	// request.
 	yieldEvery := idleYieldEvery(runtime.GOMAXPROCS(0), len(e.queues))
-	q.spinning.Store(e.poll != Blocking)
-	q.awake.Store(true)
+	q.startWorker(e.poll != Blocking)
 	defer q.stopSpinning()
 	for !e.stop.Load() {
 		q.flushTx()
@@ -108,7 +107,7 @@ func (e *endpoint) worker(i int, q *queue) {
 				t.processed()
 			}
 			idle = 0
-			if q.woke.Swap(false) {
+			if q.takeWoke() {
 				// The TCP processing in runDeferred readied the
 				// application goroutines it had data for, most likely
 				// into this P's runnext: let them run (and write their
@@ -236,7 +235,7 @@ func (e *endpoint) verify(q *queue, data []byte) uint8 {
 
 // deliverFrame hands one frame to netstack (or the early demux).
 func (e *endpoint) deliverFrame(q *queue, d gstack.NetworkDispatcher, data []byte, valid bool) {
-	if e.fast != nil && valid && !e.handOff && e.fast.deliver(data, nil, &q.deferred) {
+	if e.demux != nil && valid && !e.handOff && e.demux.deliver(data, nil, &q.deferred) {
 		return
 	}
 	e.dispatch(q, d, buffer.MakeWithData(data), data, valid)
@@ -293,7 +292,7 @@ func (e *endpoint) coalesce(q *queue, d gstack.NetworkDispatcher, descs []xsk.De
 	offload.Merge(v.AsSlice(), frames, segs)
 	clear(frames)
 	q.rxCoalesced.Add(uint64(len(segs) - 1))
-	if e.fast != nil && !e.handOff && e.fast.deliver(v.AsSlice(), v, &q.deferred) {
+	if e.demux != nil && !e.handOff && e.demux.deliver(v.AsSlice(), v, &q.deferred) {
 		return len(segs)
 	}
 	e.dispatch(q, d, buffer.MakeWithView(v), v.AsSlice(), true)

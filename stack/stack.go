@@ -44,6 +44,7 @@ type Stack struct {
 	cfg   Config
 	ns    *gstack.Stack
 	ep    *endpoint
+	mw    middleware
 	ports *portTable
 	// streams are the open connections Handlers serve.
 	streams streamSet
@@ -70,10 +71,11 @@ type linkInfo struct {
 // newStack builds netstack over ios, one per queue. On error the caller
 // still runs its own cleanups; newStack cleans up what it made.
 func newStack(cfg Config, ios []frameIO, link linkInfo, owner portOwner) (*Stack, error) {
-	ep := newEndpoint(ios, link, &cfg)
-	if ep.capture != nil && ep.capture.err != nil {
-		return nil, ep.capture.err
+	ios, mw, err := wrapIO(ios, &cfg)
+	if err != nil {
+		return nil, err
 	}
+	ep := newEndpoint(ios, link, &cfg)
 	ns := gstack.New(gstack.Options{
 		NetworkProtocols: []gstack.NetworkProtocolFactory{
 			ipv4.NewProtocol,
@@ -87,9 +89,9 @@ func newStack(cfg Config, ios []frameIO, link linkInfo, owner portOwner) (*Stack
 		TransportProtocols: []gstack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4, icmp.NewProtocol6},
 		Clock:              cfg.clock,
 	})
-	s := &Stack{cfg: cfg, ns: ns, ep: ep, addrs: cfg.Addrs}
+	s := &Stack{cfg: cfg, ns: ns, ep: ep, mw: mw, addrs: cfg.Addrs}
 	if q, ok := ns.TransportProtocolInstance(tcp.ProtocolNumber).(segmentQueuer); ok && !cfg.NoEarlyDemux {
-		ep.fast = newFastPath(ns, q)
+		ep.demux = newEarlyDemux(ns, q)
 	}
 	s.ports = newPortTable(owner)
 	fail := func(err error) (*Stack, error) {
@@ -161,13 +163,9 @@ func (s *Stack) Close() error {
 	s.ns.Close()
 	s.ns.RemoveNIC(nicID)
 	s.ns.Wait()
-	s.ep.stopWorkers()
+	errs := []error{s.ep.stopWorkers()}
 	s.streams.closeAll()
 	s.ports.close()
-	var errs []error
-	if s.ep.capture != nil {
-		errs = append(errs, s.ep.capture.flush())
-	}
 	for i := len(s.teardown) - 1; i >= 0; i-- {
 		errs = append(errs, s.teardown[i]())
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ustack-dev/ustack/bpf"
+	"github.com/ustack-dev/ustack/stack/internal/frameio"
 	"github.com/ustack-dev/ustack/xsk"
 )
 
@@ -82,12 +83,11 @@ func (s *Stack) Stats() Stats {
 			TxNoFrame: q.txNoFrame.Load(), TxOversize: q.txOversize.Load(), RxRunt: q.rxRunt.Load(),
 			RxBadChecksum: q.rxBadChecksum.Load(), RxInline: q.rxInline.Load(), RxPartialChecksum: q.rxPartialChecksum.Load(), RxCoalesced: q.rxCoalesced.Load(),
 		}
-		if xp, ok := q.rawIO().(interface{ Stats() (xsk.Stats, error) }); ok {
-			qs.XSK, _ = xp.Stats()
-		}
-		if q.faults != nil {
-			qs.FaultsRX, qs.FaultsTX = q.faults.faultStats()
-		}
+		var io frameio.Stats
+		q.io.ReadStats(&io)
+		qs.XSK, qs.FaultsRX, qs.FaultsTX = io.XSK, FaultStats(io.FaultsRX), FaultStats(io.FaultsTX)
+		// One capture serves every queue: each reports the same.
+		st.Capture = CaptureStats(io.Capture)
 		st.Queues = append(st.Queues, qs)
 	}
 	if s.prog != nil {
@@ -117,9 +117,6 @@ func (s *Stack) Stats() Stats {
 	st.IPPacketsReceived = ns.IP.PacketsReceived.Value()
 	st.IPPacketsSent = ns.IP.PacketsSent.Value()
 	st.IPMalformed = ns.IP.MalformedPacketsReceived.Value()
-	if c := s.ep.capture; c != nil {
-		st.Capture = c.stats()
-	}
 	if t := s.ep.trace; t != nil {
 		st.Trace = t.stats()
 	}

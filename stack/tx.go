@@ -61,24 +61,8 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 		at = txPos{at.pkt + next.pkt, next.seg}
 	}
 	sent := at.pkt
-	switch {
-	case sent == 0 && at.seg == 0:
-	case q.io.TxQueued() >= batchSize || q.txFrames.Load()-frames0 >= writerKickFrames:
-		// A full batch is waiting, or this write was a burst of its
-		// own (a bulk sender's): send it now rather than after the
-		// worker's next turn. In copy mode a kick runs the frames
-		// through veth and the peer's receive path inside sendto; a
-		// burst left to the worker holds its thread there while the
-		// ACKs for the previous burst wait on the RX ring.
-		q.kickQueued()
-	case q.spinning.Load():
-		// The spinning worker kicks at the top of its next loop, once
-		// for everything writers queued meanwhile: after a delivery it
-		// yields to the readied goroutines first, so their replies
-		// leave in one batch.
-		q.kickIfWorkerStopped()
-	default:
-		q.kickQueued()
+	if sent > 0 || at.seg > 0 {
+		q.kickAfterWrite(q.txFrames.Load() - frames0)
 	}
 	q.txPackets.Add(uint64(sent))
 	if sent == 0 {
@@ -89,18 +73,6 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 	}
 	return sent, nil
 }
-
-// writerKickFrames is how many frames one write must queue for its
-// writer to kick even while the worker spins: replies of a frame or two,
-// from however many connections, are left to the worker's batch; a
-// window's worth of bulk data is not.
-const writerKickFrames = 8
-
-// kickQueued kicks for packets WritePackets has already put on the TX
-// ring. A failed kick does not unsend them: they stay queued for the next
-// kick (the worker's, or the next writer's), so it is not reported to
-// netstack, which would otherwise count queued packets as lost.
-func (q *queue) kickQueued() { _ = q.kick() }
 
 // txPos is a position in a list of packets being written: a packet's
 // index and a segment of it.

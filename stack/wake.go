@@ -35,6 +35,6 @@ func (e *endpoint) newWakeEntry(mask waiter.EventMask) (waiter.Entry, chan struc
 // its P.
 func (e *endpoint) setWoke() {
 	for _, q := range e.queues {
-		q.woke.Store(true)
+		q.noteWoke()
 	}
 }

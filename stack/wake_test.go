@@ -14,7 +14,7 @@ func TestWakeEntry(t *testing.T) {
 	e := &endpoint{queues: []*queue{{}, {}}}
 	woke := func() (n int) {
 		for _, q := range e.queues {
-			if q.woke.Swap(false) {
+			if q.takeWoke() {
 				n++
 			}
 		}

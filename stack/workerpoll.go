@@ -116,7 +116,7 @@ func (r *readyList) drain() {
 // awake (sequentially consistent atomics on both sides).
 func (e *endpoint) wakeForReady() {
 	for _, q := range e.queues {
-		if q.awake.Load() {
+		if q.workerAwake() {
 			return
 		}
 	}

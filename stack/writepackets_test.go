@@ -94,7 +94,7 @@ func TestWritePacketsKickPolicy(t *testing.T) {
 	}{{1, 0}, {writerKickFrames - 1, 0}, {writerKickFrames, 1}, {batchSize, 1}} {
 		var cp *countingKickPort
 		ep, _ := writeEndpoint(t, Spin, func(m *memEnd) frameIO { cp = &countingKickPort{memEnd: m}; return cp })
-		ep.queues[0].spinning.Store(true) // a worker spinning, as Spin runs it
+		ep.queues[0].startWorker(true) // a worker spinning, as Spin runs it
 		pkts := udpBatch(tc.n)
 		got, terr := ep.WritePackets(pkts)
 		pkts.DecRef()

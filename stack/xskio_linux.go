@@ -1,11 +1,13 @@
 package stack
 
 import (
+	"github.com/ustack-dev/ustack/stack/internal/frameio"
 	"github.com/ustack-dev/ustack/xsk"
 )
 
 // xskIO is frame I/O over an AF_XDP socket: the socket's own methods,
-// Wait and Interrupt included, plus UMEM access by descriptor and address.
+// Wait, Interrupt and Close included, plus UMEM access by descriptor and
+// address.
 type xskIO struct {
 	*xsk.Socket
 	umem *xsk.UMEM
@@ -17,3 +19,7 @@ func newXSKIO(s *xsk.Socket) *xskIO { return &xskIO{Socket: s, umem: s.UMEM()} }
 
 func (p *xskIO) Data(d xsk.Desc) []byte   { return p.umem.Data(d) }
 func (p *xskIO) Frame(addr uint64) []byte { return p.umem.Frame(addr) }
+
+// ReadStats implements frameio.IO: the socket's counters (zero if the
+// kernel's cannot be read).
+func (p *xskIO) ReadStats(st *frameio.Stats) { st.XSK, _ = p.Socket.Stats() }

@@ -59,18 +59,3 @@ func (l *listener) Close() error {
 	l.once.Do(func() { l.s.ports.releaseAll(l.keys) })
 	return err
 }
-
-// udpConn is a gonet UDP socket that gives its port back on Close.
-type udpConn struct {
-	*gonet.UDPConn
-	s    *Stack
-	keys []portKey
-	once sync.Once
-}
-
-// Close implements net.Conn.
-func (c *udpConn) Close() error {
-	err := c.UDPConn.Close()
-	c.once.Do(func() { c.s.ports.releaseAll(c.keys) })
-	return err
-}

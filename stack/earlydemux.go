@@ -16,22 +16,22 @@ type segmentQueuer interface {
 	QueuePacket(ep gstack.TransportEndpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer)
 }
 
-// fastPath is early demux, as Linux's tcp_v4_early_demux: a verified TCP
+// earlyDemux is early demux, as Linux's tcp_v4_early_demux: a verified TCP
 // segment over plain IPv4 (no options, not a fragment) for an established
 // connection goes straight to that connection's queue, skipping netstack's
 // NIC, IPv4 and demuxer layers, which for such a segment only find the
 // same connection again. Everything else (SYNs to listeners, IPv6, ICMP,
 // options, fragments) takes netstack's path. Its counters are kept.
-type fastPath struct {
+type earlyDemux struct {
 	ns  *gstack.Stack
 	tcp segmentQueuer
 	// netstack's IP counters the skipped layers would have counted.
 	received, valid, delivered *tcpip.StatCounter
 }
 
-func newFastPath(ns *gstack.Stack, tcp segmentQueuer) *fastPath {
+func newEarlyDemux(ns *gstack.Stack, tcp segmentQueuer) *earlyDemux {
 	ip := ns.Stats().IP
-	return &fastPath{ns: ns, tcp: tcp, received: ip.PacketsReceived, valid: ip.ValidPacketsReceived, delivered: ip.PacketsDelivered}
+	return &earlyDemux{ns: ns, tcp: tcp, received: ip.PacketsReceived, valid: ip.ValidPacketsReceived, delivered: ip.PacketsDelivered}
 }
 
 // deliver queues frame to its connection and reports whether it did; the
@@ -39,7 +39,7 @@ func newFastPath(ns *gstack.Stack, tcp segmentQueuer) *fastPath {
 // verified. If v is not nil, frame is v's bytes and deliver takes
 // ownership of v when it returns true (the frame is then not copied);
 // otherwise it copies frame.
-func (f *fastPath) deliver(frame []byte, v *buffer.View, deferrer gstack.Deferrer) bool {
+func (f *earlyDemux) deliver(frame []byte, v *buffer.View, deferrer gstack.Deferrer) bool {
 	if len(frame) < ethHeaderLen+header.IPv4MinimumSize+header.TCPMinimumSize ||
 		binary.BigEndian.Uint16(frame[12:14]) != uint16(header.IPv4ProtocolNumber) {
 		return false
