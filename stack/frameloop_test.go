@@ -29,6 +29,7 @@ type frameLoop struct {
 	seq, ack seqnum.Value // next to send; next expected from ustack
 	tmpl     []byte       // the request frame; seq, ack and checksum patched per round
 	rx       [batchSize]xsk.Desc
+	tx       [1]xsk.Desc
 	src, dst tcpip.Address
 }
 
@@ -99,7 +100,8 @@ func (l *frameLoop) round() {
 	binary.BigEndian.PutUint32(tcp[8:], uint32(l.ack))
 	xsum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, l.src, l.dst, uint16(len(tcp)))
 	tcp.SetChecksum(^checksum.Checksum(tcp, xsum))
-	if w.Enqueue([]xsk.Desc{{Addr: addr, Len: uint32(len(f))}}) != 1 {
+	l.tx[0] = xsk.Desc{Addr: addr, Len: uint32(len(f))}
+	if w.Enqueue(l.tx[:]) != 1 {
 		l.p.t.Fatal("frame loop: the wire's ring is full")
 	}
 	w.Kick()
