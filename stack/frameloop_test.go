@@ -187,4 +187,3 @@ func BenchmarkMemFrameLoop(b *testing.B) {
 		})
 	}
 }
-
