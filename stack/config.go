@@ -182,7 +182,11 @@ type Config struct {
 	// 0077), without, the connection has neither, as with Linux. A
 	// server that speaks first can lose its connection with the
 	// handshake's last ACK: no SYN-ACK is resent for a cookie. Hence
-	// "auto" by default; Stats.TCPSynCookiesSent counts what they do.
+	// "auto" by default, as they cost setup nothing measurable: a
+	// connect, 100-byte echo and close took 97-120 µs with "always"
+	// against 104-120 with "auto" (both ends in process, AMD EPYC,
+	// BenchmarkMemConnectSynCookies), with 17 more allocations.
+	// Stats.TCPSynCookiesSent and the two after it count what they do.
 	SynCookies string
 	// Trace records a latency breakdown of request/response traffic: the
 	// time from a request's frame leaving the RX ring to netstack being
