@@ -154,6 +154,10 @@ var statsExports = map[string]export{
 	"TCPTimeWait":           {netstack: "TCP.CurrentTimeWait"},
 	"TCPTimeWaitOverflows":  {netstack: "TCP.TimeWaitOverflows"},
 
+	"TCPSynCookiesSent":      {netstack: "TCP.ListenOverflowSynCookieSent"},
+	"TCPSynCookiesValidated": {netstack: "TCP.ListenOverflowSynCookieRcvd"},
+	"TCPSynCookiesFailed":    {netstack: "TCP.ListenOverflowInvalidSynCookieRcvd"},
+
 	"Capture.Packets": own("capture_packets_total", "Frames the packet capture (Config.Capture) recorded."),
 	"Capture.Bytes":   own("capture_bytes_total", "Bytes the packet capture wrote, record headers included."),
 	"Capture.Dropped": own("capture_dropped_total", "Frames the packet capture did not record because of its size bound."),

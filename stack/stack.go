@@ -109,8 +109,9 @@ func newStack(cfg Config, ios []frameIO, link linkInfo, owner portOwner) (*Stack
 	linger := tcpip.TCPLingerTimeoutOption(10 * time.Second)
 	delack := tcpip.TCPDelayedAckOption(max(cfg.DelayedAck, 0))
 	maxTW := tcpip.TCPMaxTimeWaitOption(max(cfg.MaxTimeWait, 0))
+	cookies := tcpip.TCPAlwaysUseSynCookies(cfg.SynCookies == "always")
 	for _, o := range []tcpip.SettableTransportProtocolOption{
-		&sack, &cc, &moderate, &timeWait, &linger, &delack, &maxTW,
+		&sack, &cc, &moderate, &timeWait, &linger, &delack, &maxTW, &cookies,
 		&tcpip.TCPSendBufferSizeRangeOption{Min: 4096, Default: cfg.TCPSendBuffer, Max: max(cfg.TCPSendBuffer, 4<<20)},
 		&tcpip.TCPReceiveBufferSizeRangeOption{Min: 4096, Default: cfg.TCPReceiveBuffer, Max: max(cfg.TCPReceiveBuffer, 4<<20)},
 	} {

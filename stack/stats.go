@@ -70,6 +70,12 @@ type Stats struct {
 	// TCP connections in TIME-WAIT now, and those closed without it
 	// because Config.MaxTimeWait were.
 	TCPTimeWait, TCPTimeWaitOverflows uint64
+
+	// SYN cookies (Config.SynCookies): SYN-ACKs sent with a cookie
+	// instead of a half-open connection, handshake ACKs whose cookie
+	// validated (a connection made from it), and ACKs reaching a
+	// listener whose cookie did not (answered with a reset).
+	TCPSynCookiesSent, TCPSynCookiesValidated, TCPSynCookiesFailed uint64
 }
 
 // Stats returns a snapshot of the stack's counters. Errors reading the
@@ -111,6 +117,9 @@ func (s *Stack) Stats() Stats {
 	st.TCPRecoveryProbes = ns.TCP.RecoveryProbes.Value()
 	st.TCPTimeWait = ns.TCP.CurrentTimeWait.Value()
 	st.TCPTimeWaitOverflows = ns.TCP.TimeWaitOverflows.Value()
+	st.TCPSynCookiesSent = ns.TCP.ListenOverflowSynCookieSent.Value()
+	st.TCPSynCookiesValidated = ns.TCP.ListenOverflowSynCookieRcvd.Value()
+	st.TCPSynCookiesFailed = ns.TCP.ListenOverflowInvalidSynCookieRcvd.Value()
 	st.UDPPacketsReceived = ns.UDP.PacketsReceived.Value()
 	st.UDPPacketsSent = ns.UDP.PacketsSent.Value()
 	st.UDPChecksumErrors = ns.UDP.ChecksumErrors.Value()

@@ -56,6 +56,54 @@ var (
 	mssTable = []uint16{536, 1300, 1440, 1460}
 )
 
+// ustack: a SYN cookie's SYN-ACK carries the SYN's window scale and
+// SACK-permitted options in the low bits of its TSval, and the ACK that
+// completes the handshake gives them back in its TSecr, as Linux's
+// cookie_init_timestamp and cookie_timestamp_decode do
+// (net/ipv4/syncookies.c). Bit 5 is Linux's ECN bit: netstack has no ECN,
+// so it is never set and ignored when echoed.
+const (
+	// cookieTSBits is how many low bits of the TSval hold options.
+	cookieTSBits = 6
+	// cookieTSWSMask holds the peer's window scale shift; all ones
+	// (above header.MaxWndScale) means the SYN had no window scale.
+	cookieTSWSMask = 0xf
+	// cookieTSSACK is set when the SYN permitted SACK.
+	cookieTSSACK = 1 << 4
+)
+
+// cookieTSVal returns the TSval for a SYN cookie's SYN-ACK: now with its
+// low cookieTSBits replaced by opts, moved back a step if that put it
+// ahead of now, so that the connection's later TSvals, read from the
+// clock, never go backwards (the peer's PAWS would drop them).
+func cookieTSVal(now, opts uint32) uint32 {
+	const low = 1<<cookieTSBits - 1
+	ts := now&^low | opts
+	if opts > now&low {
+		ts -= 1 << cookieTSBits
+	}
+	return ts
+}
+
+// cookieSynOptions returns the options of the SYN a cookie ACK completes,
+// as far as the ACK tells them: the MSS from the cookie; with
+// timestamps, window scale and SACK-permitted from the TSecr's low bits;
+// without, neither, as in Linux.
+func cookieSynOptions(s *segment, mss uint16) header.TCPSynOptions {
+	opts := header.TCPSynOptions{MSS: mss, WS: -1}
+	if !s.parsedOptions.TS {
+		return opts
+	}
+	opts.TS = true
+	opts.TSVal = s.parsedOptions.TSVal
+	opts.TSEcr = s.parsedOptions.TSEcr
+	if ws := s.parsedOptions.TSEcr & cookieTSWSMask; ws <= header.MaxWndScale {
+		opts.WS = int(ws)
+	}
+	opts.SACKPermitted = s.parsedOptions.TSEcr&cookieTSSACK != 0
+	return opts
+}
+
 func encodeMSS(mss uint16) uint32 {
 	for i := len(mssTable) - 1; i > 0; i-- {
 		if mss >= mssTable[i] {
@@ -514,14 +562,16 @@ func (e *Endpoint) handleListenSegment(ctx *listenContext, s *segment) tcpip.Err
 		}
 		defer route.Release()
 
-		// Send SYN without window scaling because we currently
-		// don't encode this information in the cookie.
-		//
 		// Enable Timestamp option if the original syn did have
 		// the timestamp option specified.
 		//
 		// Use the user supplied MSS on the listening socket for
 		// new connections, if available.
+		//
+		// ustack: with timestamps, offer window scale and
+		// SACK-permitted as an ordinary SYN-ACK would, and keep
+		// the SYN's in the TSval (cookieTSVal); without, offer
+		// neither, since nothing would bring them back.
 		synOpts := header.TCPSynOptions{
 			WS:    -1,
 			TS:    opts.TS,
@@ -531,7 +581,17 @@ func (e *Endpoint) handleListenSegment(ctx *listenContext, s *segment) tcpip.Err
 		if opts.TS {
 			offset := e.protocol.tsOffset(net.DestinationAddress(), net.SourceAddress())
 			now := e.stack.Clock().NowMonotonic()
-			synOpts.TSVal = offset.TSVal(now)
+			tsOpts := uint32(cookieTSWSMask)
+			if opts.WS >= 0 {
+				synOpts.WS = e.rcvWndScaleForHandshake()
+				tsOpts = uint32(opts.WS)
+			}
+			var sackEnabled tcpip.TCPSACKEnabled
+			if err := e.stack.TransportProtocolOption(ProtocolNumber, &sackEnabled); err == nil && bool(sackEnabled) && opts.SACKPermitted {
+				synOpts.SACKPermitted = true
+				tsOpts |= cookieTSSACK
+			}
+			synOpts.TSVal = cookieTSVal(offset.TSVal(now), tsOpts)
 		}
 		cookie := ctx.createCookie(s.id, s.sequenceNumber, encodeMSS(opts.MSS))
 		fields := tcpFields{
@@ -640,22 +700,13 @@ func (e *Endpoint) handleListenSegment(ctx *listenContext, s *segment) tcpip.Err
 
 		e.stack.Stats().TCP.ListenOverflowSynCookieRcvd.Increment()
 		// Create newly accepted endpoint and deliver it.
-		rcvdSynOptions := header.TCPSynOptions{
-			MSS: mssTable[data],
-			// Disable Window scaling as original SYN is
-			// lost.
-			WS: -1,
-		}
-
+		//
 		// When syn cookies are in use we enable timestamp only
 		// if the ack specifies the timestamp option assuming
 		// that the other end did in fact negotiate the
-		// timestamp option in the original SYN.
-		if s.parsedOptions.TS {
-			rcvdSynOptions.TS = true
-			rcvdSynOptions.TSVal = s.parsedOptions.TSVal
-			rcvdSynOptions.TSEcr = s.parsedOptions.TSEcr
-		}
+		// timestamp option in the original SYN. ustack: window
+		// scale and SACK come back in its TSecr.
+		rcvdSynOptions := cookieSynOptions(s, mssTable[data])
 
 		n, err := ctx.createConnectingEndpoint(s, rcvdSynOptions, &waiter.Queue{})
 		if err != nil {
@@ -701,16 +752,23 @@ func (e *Endpoint) handleListenSegment(ctx *listenContext, s *segment) tcpip.Err
 
 		// Switch state to connected.
 		n.isConnectNotified = true
+		// ustack: the ACK's window is scaled once window scale is
+		// on (RFC 7323 section 2.2).
+		sndWnd := s.window
+		if rcvdSynOptions.WS > 0 {
+			sndWnd <<= uint8(rcvdSynOptions.WS)
+		}
 		h := handshake{
 			ep:                  n,
 			iss:                 iss,
 			ackNum:              irs + 1,
 			rcvWnd:              seqnum.Size(n.initialReceiveWindow()),
-			sndWnd:              s.window,
+			sndWnd:              sndWnd,
 			rcvWndScale:         e.rcvWndScaleForHandshake(),
 			sndWndScale:         rcvdSynOptions.WS,
 			mss:                 rcvdSynOptions.MSS,
 			sampleRTTWithTSOnly: true,
+			cookieTS:            rcvdSynOptions.TS,
 		}
 		h.ep.AssertLockHeld(n)
 		h.transitionToStateEstablishedLocked(s)

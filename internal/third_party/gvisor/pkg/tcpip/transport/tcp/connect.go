@@ -117,6 +117,12 @@ type handshake struct {
 	// options enabled.
 	sampleRTTWithTSOnly bool
 
+	// ustack: cookieTS is true when the ACK completing the handshake
+	// echoes a SYN cookie's TSval, whose low bits carry the SYN's options
+	// (cookieTSVal) rather than time: its TSecr is up to 63 ms older
+	// than the SYN-ACK and gives no RTT sample.
+	cookieTS bool `state:"nosave"`
+
 	// retransmitTimer is used to retransmit SYN/SYN-ACK with exponential backoff
 	// till handshake is either completed or timesout.
 	retransmitTimer *backoffTimer `state:"nosave"`
@@ -684,7 +690,7 @@ func (h *handshake) transitionToStateEstablishedLocked(s *segment) {
 	rcvd := s.rcvdTime
 
 	var rtt time.Duration
-	if h.ep.SendTSOk && s.parsedOptions.TSEcr != 0 {
+	if h.ep.SendTSOk && s.parsedOptions.TSEcr != 0 && !h.cookieTS {
 		rtt = h.ep.elapsed(rcvd, s.parsedOptions.TSEcr)
 	}
 	if !h.sampleRTTWithTSOnly && rtt == 0 {

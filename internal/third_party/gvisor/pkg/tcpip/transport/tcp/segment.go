@@ -191,6 +191,13 @@ func (s *segment) merge(oth *segment) {
 // to be called to ensure memory accounting for receive/send buffer
 // queues is done properly.
 func (s *segment) setOwner(ep *Endpoint, qFlags queueFlags) {
+	// ustack: a segment a listener queued and then handed to the
+	// connection it belongs to (a SYN cookie's handshake ACK, or data
+	// behind it) moves its memory from the listener's account to the
+	// connection's; DecRef releases only the last owner's.
+	if s.ep != nil && s.qFlags == recvQ {
+		s.ep.updateReceiveMemUsed(-s.segMemSize())
+	}
 	switch qFlags {
 	case recvQ:
 		ep.updateReceiveMemUsed(s.segMemSize())
