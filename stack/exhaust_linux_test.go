@@ -21,7 +21,7 @@ import (
 // frame fails and TCP sends it again); that must end in backpressure and
 // retransmission, never in a deadlock or in lost or corrupted data.
 func TestPrivilegedTinyUMEM(t *testing.T) {
-	p, s := newVethStack(t, vethtest.Options{}, Config{RingSize: 64, Poll: Spin})
+	p, s := newVethStack(t, vethtest.Options{}, Config{RingSize: 64, RxRingSize: 128, Poll: Spin})
 	ln, err := s.Listen("tcp", ":7")
 	if err != nil {
 		t.Fatal(err)

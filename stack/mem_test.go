@@ -473,6 +473,8 @@ func TestConfigValidate(t *testing.T) {
 		{Addrs: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")}},
 		{Addrs: []netip.Prefix{good}, Queues: 100},
 		{Addrs: []netip.Prefix{good}, RingSize: 1000},
+		{Addrs: []netip.Prefix{good}, RxRingSize: 3000},
+		{Addrs: []netip.Prefix{good}, RxRingSize: 1 << 17},
 		{Addrs: []netip.Prefix{good}, FrameSize: 3000},
 		{Addrs: []netip.Prefix{good}, CongestionControl: "vegas"},
 		{Addrs: []netip.Prefix{good}, Poll: PollPolicy(9)},

@@ -66,7 +66,7 @@ func New(cfg Config) (_ *Stack, err error) {
 			}
 		}
 	}()
-	umem, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: uint32(cfg.Queues) * 3 * cfg.RingSize, FrameSize: cfg.FrameSize})
+	umem, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: uint32(cfg.Queues) * (cfg.RxRingSize + cfg.RingSize), FrameSize: cfg.FrameSize})
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +79,8 @@ func New(cfg Config) (_ *Stack, err error) {
 	for q := 0; q < cfg.Queues; q++ {
 		sock, err := xsk.Open(umem, xsk.Config{
 			Interface: cfg.Interface, Queue: q,
-			RxSize: 2 * cfg.RingSize, TxSize: cfg.RingSize, FillSize: 2 * cfg.RingSize, CompletionSize: cfg.RingSize,
-			RxFrames: 2 * cfg.RingSize, TxFrames: cfg.RingSize,
+			RxSize: cfg.RxRingSize, TxSize: cfg.RingSize, FillSize: cfg.RxRingSize, CompletionSize: cfg.RingSize,
+			RxFrames: cfg.RxRingSize, TxFrames: cfg.RingSize,
 		})
 		if err != nil {
 			return nil, err

@@ -57,6 +57,7 @@ func main() {
 type stackFlags struct {
 	which, iface, addrs, poll  string
 	queues                     int
+	rxRing                     uint
 	pin                        bool
 	noTxChecksum, noGSO, noGRO bool
 	cc                         string
@@ -68,6 +69,7 @@ func (f *stackFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.addrs, "addr", "", "comma-separated `prefixes` ustack owns, e.g. 198.18.0.10/24,2001:2::10/64 (-stack ustack)")
 	fs.StringVar(&f.poll, "poll", "adaptive", "worker polling `policy`: spin, adaptive or blocking")
 	fs.IntVar(&f.queues, "queues", 1, "interface queues (and workers) ustack serves")
+	fs.UintVar(&f.rxRing, "rx-ring", 0, "`size` of each queue's RX and fill rings, and its receive frames (0: stack.Config's default)")
 	fs.BoolVar(&f.pin, "pin", false, "pin each ustack worker to a CPU")
 	fs.BoolVar(&f.noTxChecksum, "no-tx-checksum", false, "let netstack compute TX checksums instead of the copy into UMEM (no GSO then)")
 	fs.BoolVar(&f.noGSO, "no-gso", false, "turn TCP segmentation offload off: netstack then sends one MSS per packet instead of up to 64 KiB cut into frames in the copy")
@@ -99,7 +101,10 @@ func (f *stackFlags) config() (stack.Config, error) {
 	if f.queues < 1 {
 		return stack.Config{}, fmt.Errorf("-queues %d: want at least 1", f.queues)
 	}
-	return stack.Config{Interface: f.iface, Addrs: prefixes, Poll: poll, Queues: f.queues, Pin: f.pin,
+	if f.rxRing > 1<<20 {
+		return stack.Config{}, fmt.Errorf("-rx-ring %d: too large", f.rxRing)
+	}
+	return stack.Config{Interface: f.iface, Addrs: prefixes, Poll: poll, Queues: f.queues, Pin: f.pin, RxRingSize: uint32(f.rxRing),
 		NoTxChecksum: f.noTxChecksum, NoGSO: f.noGSO, NoGRO: f.noGRO, CongestionControl: f.cc}, nil
 }
 
