@@ -300,6 +300,12 @@ func (r *report) printTargets(w io.Writer) {
 		}
 		return math.NaN()
 	}
+	rss := func(c string) float64 {
+		if x := r.find(c, "conns", 0); x != nil && x.RSSPerConn > 0 {
+			return x.RSSPerConn
+		}
+		return math.NaN()
+	}
 	ts := []target{
 		// The engine milestone (run to completion, delayed ACK).
 		{"ustack p50 ≤ 1.0× kernel", p("ustack", p50) / p("kernel", p50), 1, true},
@@ -327,6 +333,18 @@ func (r *report) printTargets(w io.Writer) {
 		{"ustack bulk client→server ≥ 0.5× floor's", val("ustack", "bulk") / val("floor", "bulk"), 0.5, false},
 		{"ustack bulk server→client ≥ 0.5× floor's", val("ustack", "bulk-s2c") / val("floor", "bulk-s2c"), 0.5, false},
 		{"ustack rx→tx ring p50 ≤ 3 µs", stage("ustack", stack.StageTxRing.String()), 3, true},
+		// The fast path and handler API (stack.Handler).
+		{"ustack-handler rx→tx ring p50 ≤ 1.0 µs", stage("ustack-handler", stack.StageTxRing.String()), 1, true},
+		{"ustack-1p rx→tx ring p50 ≤ 2.0 µs", stage("ustack-1p", stack.StageTxRing.String()), 2, true},
+		{"ustack-handler p50 ≤ 1.1× floor", p("ustack-handler", p50) / p("floor", p50), 1.1, true},
+		{"ustack-1p p50 ≤ 1.2× floor", p("ustack-1p", p50) / p("floor", p50), 1.2, true},
+		{"ustack-ustack-handler p50 ≤ 1.2× floor-floor", p("ustack-ustack-handler", p50) / p("floor-floor", p50), 1.2, true},
+		{"ustack-ustack p50 ≤ 1.5× floor-floor", p("ustack-ustack", p50) / p("floor-floor", p50), 1.5, true},
+		{"ustack-ustack-handler requests/s ≥ 2.5× kernel", val("ustack-ustack-handler", "rate") / val("kernel", "rate"), 2.5, false},
+		{"ustack-handler requests/s ≥ 1.3× kernel", val("ustack-handler", "rate") / val("kernel", "rate"), 1.3, false},
+		{"ustack-1p requests/s ≥ 1.2× kernel", val("ustack-1p", "rate") / val("kernel", "rate"), 1.2, false},
+		{"ustack-handler RSS per held connection ≤ 0.6× kernel", rss("ustack-handler") / rss("kernel"), 0.6, true},
+		{"ustack RSS per held connection ≤ 1.3× kernel", rss("ustack") / rss("kernel"), 1.3, true},
 		// The project's goals.
 		{"ustack p50 ≤ 0.6× kernel", p("ustack", p50) / p("kernel", p50), 0.6, true},
 		{"ustack p99 ≤ 0.5× kernel", p("ustack", p99) / p("kernel", p99), 0.5, true},
