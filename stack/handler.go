@@ -237,6 +237,9 @@ func (s *Stream) watchWritable(on bool) {
 	s.wreg = on
 	if on {
 		s.wq.EventRegister(&s.wentry)
+		// Room that opened between the short write and the
+		// registration fired no event: have the worker try again.
+		s.poll.push()
 	} else {
 		s.wq.EventUnregister(&s.wentry)
 	}
