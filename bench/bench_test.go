@@ -10,8 +10,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
