@@ -106,15 +106,9 @@ type PingPongConfig struct {
 	Duration time.Duration // recording time limit, 0 for no limit; one of Count and Duration must be set
 }
 
-// ErrMismatch reports an echo that differs from what was sent.
-var ErrMismatch = errors.New("echo differs from the message sent")
-
-// PingPong sends Size bytes on c, waits for them to come back, checks
-// that they are the bytes sent, and records each round trip's time. Each
-// message carries its round number (in its first eight bytes, when it has
-// them), so a stale or misdirected echo does not pass. It stops at Count
-// round trips or after Duration, whichever is first, or when ctx is done.
-func PingPong(ctx context.Context, c net.Conn, cfg PingPongConfig) (*hdrhistogram.Histogram, error) {
+// WithDefaults returns cfg with PingPong's defaults filled in, or an
+// error if it sets no bound.
+func (cfg PingPongConfig) WithDefaults() (PingPongConfig, error) {
 	if cfg.Size <= 0 {
 		cfg.Size = 64
 	}
@@ -124,7 +118,23 @@ func PingPong(ctx context.Context, c net.Conn, cfg PingPongConfig) (*hdrhistogra
 		cfg.Warmup = 1000
 	}
 	if cfg.Count <= 0 && cfg.Duration <= 0 {
-		return nil, errors.New("ping-pong needs a count or a duration")
+		return cfg, errors.New("ping-pong needs a count or a duration")
+	}
+	return cfg, nil
+}
+
+// ErrMismatch reports an echo that differs from what was sent.
+var ErrMismatch = errors.New("echo differs from the message sent")
+
+// PingPong sends Size bytes on c, waits for them to come back, checks
+// that they are the bytes sent, and records each round trip's time. Each
+// message carries its round number (in its first eight bytes, when it has
+// them), so a stale or misdirected echo does not pass. It stops at Count
+// round trips or after Duration, whichever is first, or when ctx is done.
+func PingPong(ctx context.Context, c net.Conn, cfg PingPongConfig) (*hdrhistogram.Histogram, error) {
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, err
 	}
 	msg := make([]byte, cfg.Size)
 	for i := range msg {
@@ -173,10 +183,8 @@ type RateConfig struct {
 	Warmup           time.Duration // unmeasured time first (default 500ms)
 }
 
-// Rate opens Conns connections and on each keeps Pipeline requests of Size
-// bytes in flight against an echo server, counting completed requests
-// during Duration. It returns the count and the measured time.
-func Rate(ctx context.Context, dial Dialer, cfg RateConfig) (int64, time.Duration, error) {
+// WithDefaults returns cfg with Rate's defaults filled in.
+func (cfg RateConfig) WithDefaults() RateConfig {
 	if cfg.Conns <= 0 {
 		cfg.Conns = 32
 	}
@@ -194,6 +202,14 @@ func Rate(ctx context.Context, dial Dialer, cfg RateConfig) (int64, time.Duratio
 	} else if cfg.Warmup == 0 {
 		cfg.Warmup = 500 * time.Millisecond
 	}
+	return cfg
+}
+
+// Rate opens Conns connections and on each keeps Pipeline requests of Size
+// bytes in flight against an echo server, counting completed requests
+// during Duration. It returns the count and the measured time.
+func Rate(ctx context.Context, dial Dialer, cfg RateConfig) (int64, time.Duration, error) {
+	cfg = cfg.WithDefaults()
 	conns := make([]net.Conn, 0, cfg.Conns)
 	defer func() {
 		for _, c := range conns {

@@ -67,16 +67,9 @@ func (Discard) OnClose(*stack.Stream, error) {}
 // It dials address over s and stops as echo.PingPong does; each message
 // carries its round number, and an echo that differs fails the run.
 func PingPong(ctx context.Context, s *stack.Stack, network, address string, cfg echo.PingPongConfig) (*hdrhistogram.Histogram, error) {
-	if cfg.Size <= 0 {
-		cfg.Size = 64
-	}
-	if cfg.Warmup < 0 {
-		cfg.Warmup = 0
-	} else if cfg.Warmup == 0 {
-		cfg.Warmup = 1000
-	}
-	if cfg.Count <= 0 && cfg.Duration <= 0 {
-		return nil, errors.New("ping-pong needs a count or a duration")
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, err
 	}
 	p := &pinger{cfg: cfg, hist: echo.NewHistogram(), done: make(chan error, 1),
 		msg: make([]byte, cfg.Size), buf: make([]byte, cfg.Size)}
@@ -177,23 +170,7 @@ func (p *pinger) OnClose(s *stack.Stream, err error) {
 // each connection's echo arriving sends its next Pipeline requests from
 // OnTraffic. It returns the completed requests and the measured time.
 func Rate(ctx context.Context, s *stack.Stack, cfg echo.RateConfig) (int64, time.Duration, error) {
-	if cfg.Conns <= 0 {
-		cfg.Conns = 32
-	}
-	if cfg.Size <= 0 {
-		cfg.Size = 64
-	}
-	if cfg.Pipeline <= 0 {
-		cfg.Pipeline = 1
-	}
-	if cfg.Duration <= 0 {
-		cfg.Duration = 3 * time.Second
-	}
-	if cfg.Warmup < 0 {
-		cfg.Warmup = 0
-	} else if cfg.Warmup == 0 {
-		cfg.Warmup = 500 * time.Millisecond
-	}
+	cfg = cfg.WithDefaults()
 	r := &rater{req: make([]byte, cfg.Size*cfg.Pipeline), pipeline: cfg.Pipeline, closed: make(chan error, cfg.Conns)}
 	var streams []*stack.Stream
 	defer func() {
