@@ -543,10 +543,13 @@ func (f *IO) fire() {
 	f.releaseTx()
 	released := before - len(f.txHeld)
 	f.noteHeld()
-	f.mu.Unlock()
 	if released > 0 {
+		// Under the lock, so that Close cannot close the socket below
+		// while the kick uses it (a race the detector caught). Only
+		// the timer kicks here, and only while frames are held.
 		f.IO.Kick()
 	}
+	f.mu.Unlock()
 }
 
 // Close implements frameio.IO: the held TX frames go back to the pool
