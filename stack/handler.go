@@ -76,6 +76,10 @@ const MaxBuffered = 4 << 20
 // not hand to TCP yet would exceed MaxBuffered.
 var ErrBufferFull = errors.New("ustack: stream's write buffer is full")
 
+// maxStreamRead is about how many bytes one read hands a stream's
+// handler: what one OnTraffic batch can make it write is bounded by it.
+const maxStreamRead = 256 << 10
+
 // maxAcceptTurn is how many connections a handler listener opens in one
 // turn on the worker before it goes to the back of the ready list.
 const maxAcceptTurn = 64
@@ -152,7 +156,11 @@ func (s *Stream) Buffered() int { return len(s.pending) }
 
 // Write sends b: it hands TCP what its send buffer takes now and copies
 // the rest, to be handed over as acknowledgements make room (in order,
-// before anything written later); it never blocks. It returns len(b), or
+// before anything written later); it never blocks. While bytes wait so
+// (Buffered > 0) the stream reads no more, so a peer that sends faster
+// than it reads the replies is held back by TCP's window, as a blocked
+// writer's peer is; reading resumes once they are handed over (OnDrain).
+// It returns len(b), or
 // 0 and an error: ErrBufferFull if the held bytes would pass MaxBuffered,
 // net.ErrClosed after Close, or the connection's error. Call it only on
 // the worker (from the handler); other goroutines use AsyncWrite.
@@ -316,12 +324,12 @@ func (s *Stream) serve() {
 	}
 	s.takeAsync()
 	s.flush()
-	for i := 0; !s.closing && !s.closed; i++ {
+	for i := 0; !s.closing && !s.closed && len(s.pending) == 0; i++ {
 		if i == maxPollReads {
 			s.poll.push()
 			break
 		}
-		_, err := s.ep.ReadFunc(s.onData)
+		_, err := s.ep.ReadFunc(maxStreamRead, s.onData)
 		if err == nil {
 			continue
 		}

@@ -57,7 +57,8 @@ func TestPrivilegedHandlerEcho(t *testing.T) {
 	}()
 	sum, n, rerr := sink(io.LimitReader(c, size))
 	if werr := <-wrote; werr != nil || rerr != nil {
-		t.Fatalf("write: %v; read after %d of %d bytes: %v", werr, n, size, rerr)
+		errs := h.closeErrs()
+		t.Fatalf("write: %v; read after %d of %d bytes: %v; the handler saw %d errors, the first %v", werr, n, size, rerr, len(errs), append(errs, nil)[0])
 	}
 	if n != size || sum != want {
 		t.Fatalf("echoed %d bytes, sha256 match %v", n, sum == want)

@@ -76,9 +76,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // TestMemHandlerEcho: a handler listener echoes, over IPv4 and IPv6 and
-// every polling policy, messages from one byte to 4 MiB (more than the
-// send buffer takes at once, so writes wait in the stream and OnDrain is
-// called), and the peer's close reaches OnClose as io.EOF.
+// every polling policy, messages from one byte to 4 MiB, and the peer's
+// close reaches OnClose as io.EOF.
 func TestMemHandlerEcho(t *testing.T) {
 	for _, policy := range []PollPolicy{Spin, Adaptive, Blocking} {
 		for _, fam := range []struct {
@@ -104,15 +103,7 @@ func TestMemHandlerEcho(t *testing.T) {
 					for i := range msg {
 						msg[i] = byte(rng.Uint32())
 					}
-					if size == 4<<20 {
-						// All of it in before any is read back: the
-						// echo waits in the stream, not in TCP.
-						if _, err := c.Write(msg); err != nil {
-							t.Fatal(err)
-						}
-					} else {
-						go c.Write(msg)
-					}
+					go c.Write(msg)
 					got := make([]byte, size)
 					if _, err := io.ReadFull(c, got); err != nil {
 						t.Fatalf("%d bytes: %v", size, err)
@@ -120,9 +111,6 @@ func TestMemHandlerEcho(t *testing.T) {
 					if sha256.Sum256(got) != sha256.Sum256(msg) {
 						t.Fatalf("%d bytes: echo differs", size)
 					}
-				}
-				if h.drains.Load() == 0 {
-					t.Errorf("4 MiB echoed without OnDrain: the stream never held writes back")
 				}
 				c.Close()
 				waitFor(t, "OnClose", func() bool { return h.closed.Load() == 1 })
@@ -134,6 +122,54 @@ func TestMemHandlerEcho(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestMemHandlerSlowReader: a peer that sends 16 MiB before it reads any
+// of the echo back is held back by TCP's window, not answered with
+// ErrBufferFull: a stream whose writes wait for room reads no more.
+func TestMemHandlerSlowReader(t *testing.T) {
+	mp := newMemPair(t, Adaptive)
+	h := &echoHandler{}
+	ln, err := mp.b.ListenHandler("tcp4", ":9", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), 9).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	const size = 16 << 20
+	msg := make([]byte, size)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range msg {
+		msg[i] = byte(rng.Uint32())
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := c.Write(msg)
+		wrote <- err
+	}()
+	// Long enough for the server to have read far past MaxBuffered if
+	// nothing held it back.
+	time.Sleep(300 * time.Millisecond)
+	got := make([]byte, size)
+	_, rerr := io.ReadFull(c, got)
+	if werr := <-wrote; werr != nil || rerr != nil {
+		errs := h.closeErrs()
+		t.Fatalf("write: %v; read: %v; the handler saw %d errors, the first %v", werr, rerr, len(errs), append(errs, nil)[0])
+	}
+	if sha256.Sum256(got) != sha256.Sum256(msg) {
+		t.Fatal("echo differs")
+	}
+	if errs := h.closeErrs(); len(errs) != 0 {
+		t.Fatalf("handler saw %v", errs)
+	}
+	if h.drains.Load() == 0 {
+		t.Errorf("16 MiB echoed to a slow reader without OnDrain: the stream never held writes back")
 	}
 }
 

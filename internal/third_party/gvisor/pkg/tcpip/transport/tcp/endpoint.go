@@ -1556,15 +1556,17 @@ func (e *Endpoint) ReadCount(dst io.Writer, opts tcpip.ReadOptions) (int, tcpip.
 	return done, nil
 }
 
-// ReadFunc reads everything queued for the application and hands it to
-// fn, in order, with the endpoint unlocked: fn may write to the endpoint
-// (a reply, on the goroutine that processed the request). The bytes are
-// valid only during the call; one ReadFunc may call fn several times. The
-// segments are taken off the receive queue under the lock, and the
-// receive buffer and window accounted for as if they had been read, before
-// fn runs. It returns how many bytes fn was given; with nothing queued,
-// the error Read would return (ErrWouldBlock, ErrClosedForReceive, ...).
-func (e *Endpoint) ReadFunc(fn func([]byte)) (int, tcpip.Error) {
+// ReadFunc reads what is queued for the application, whole segments up to
+// about limit bytes (at least one segment; limit <= 0 takes everything),
+// and hands it to fn, in order, with the endpoint unlocked: fn may write
+// to the endpoint (a reply, on the goroutine that processed the request).
+// The bytes are valid only during the call; one ReadFunc may call fn
+// several times. The segments are taken off the receive queue under the
+// lock, and the receive buffer and window accounted for as if they had
+// been read, before fn runs. It returns how many bytes fn was given; with
+// nothing queued, the error Read would return (ErrWouldBlock,
+// ErrClosedForReceive, ...).
+func (e *Endpoint) ReadFunc(limit int, fn func([]byte)) (int, tcpip.Error) {
 	e.LockUser()
 	if err := e.checkReadLocked(); err != nil {
 		if _, ok := err.(*tcpip.ErrClosedForReceive); ok {
@@ -1575,7 +1577,7 @@ func (e *Endpoint) ReadFunc(fn func([]byte)) (int, tcpip.Error) {
 	}
 	var taken segmentList
 	done, memDelta := 0, 0
-	for s := e.rcvQueue.Front(); s != nil; s = e.rcvQueue.Front() {
+	for s := e.rcvQueue.Front(); s != nil && (limit <= 0 || done < limit); s = e.rcvQueue.Front() {
 		e.rcvQueue.Remove(s)
 		done += s.payloadSize()
 		memDelta += s.segMemSize()
