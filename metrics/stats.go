@@ -158,6 +158,8 @@ var statsExports = map[string]export{
 	"TCPSynCookiesValidated": {netstack: "TCP.ListenOverflowSynCookieRcvd"},
 	"TCPSynCookiesFailed":    {netstack: "TCP.ListenOverflowInvalidSynCookieRcvd"},
 
+	"TCPSegmentsDirect": own("tcp_segments_direct_total", "TCP segments the fast path's direct send wrote to the link (Config.NoFastPath), a part of the TCP segments sent."),
+
 	"Capture.Packets": own("capture_packets_total", "Frames the packet capture (Config.Capture) recorded."),
 	"Capture.Bytes":   own("capture_bytes_total", "Bytes the packet capture wrote, record headers included."),
 	"Capture.Dropped": own("capture_dropped_total", "Frames the packet capture did not record because of its size bound."),

@@ -124,6 +124,12 @@ type Config struct {
 	// IP and demuxer layers; by default a verified segment of an
 	// established IPv4 connection goes straight to it. For comparisons.
 	NoEarlyDemux bool
+	// NoFastPath turns ustack's TCP fast path off. Today that is the
+	// direct send: a segment of a plain IPv4 connection goes from TCP
+	// to the link endpoint with its IPv4 header written in one step
+	// (netstack patch 0079), not through netstack's IPv4 and NIC
+	// layers; Stats.TCPSegmentsDirect counts them. For comparisons.
+	NoFastPath bool
 	// NoTxChecksum makes netstack compute TCP and UDP checksums in a pass
 	// of its own before the copy into the UMEM frame. By default the link
 	// endpoint tells netstack it offloads them and computes each one

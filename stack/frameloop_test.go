@@ -164,11 +164,16 @@ func TestMemFrameLoopAllocs(t *testing.T) {
 // BenchmarkMemFrameLoop times a request through one ustack server, and
 // reports the server's own part (request frame off the RX ring → reply on
 // the TX ring, p50: rx→txring-µs) from its latency breakdown.
+//
+// The nofastpath variants run with Config.NoFastPath, for the fast path's
+// before and after in one run.
 func BenchmarkMemFrameLoop(b *testing.B) {
-	for _, handler := range []bool{false, true} {
-		name := map[bool]string{false: "net.Conn", true: "handler"}[handler]
-		b.Run(name, func(b *testing.B) {
-			l := newFrameLoop(b, handler, func(c *Config) { c.Poll = Spin; c.Trace = true })
+	for _, v := range []struct {
+		name            string
+		handler, noFast bool
+	}{{"net.Conn", false, false}, {"handler", true, false}, {"net.Conn/nofastpath", false, true}, {"handler/nofastpath", true, true}} {
+		b.Run(v.name, func(b *testing.B) {
+			l := newFrameLoop(b, v.handler, func(c *Config) { c.Poll = Spin; c.Trace = true; c.NoFastPath = v.noFast })
 			for i := 0; i < 1000; i++ {
 				l.round()
 			}

@@ -174,6 +174,8 @@ type scriptPeer struct {
 
 	rx      [batchSize]xsk.Desc
 	pending []seg // received from ustack, not yet expected
+	// frame, when set, sees every frame ustack sends, before parsing.
+	frame func([]byte)
 }
 
 // newScriptPeer builds a Stack on one end of a memory wire and a peer on
@@ -434,6 +436,9 @@ func (p *scriptPeer) next(d time.Duration) (s seg, ok bool) {
 	for len(p.pending) == 0 {
 		n := p.wire.Receive(p.rx[:])
 		for i := 0; i < n; i++ {
+			if p.frame != nil {
+				p.frame(p.wire.Data(p.rx[i]))
+			}
 			if s, ok := p.parse(p.wire.Data(p.rx[i])); ok {
 				p.pending = append(p.pending, s)
 			}

@@ -93,6 +93,7 @@ func newStack(cfg Config, ios []frameIO, link linkInfo, owner portOwner) (*Stack
 	if q, ok := ns.TransportProtocolInstance(tcp.ProtocolNumber).(segmentQueuer); ok && !cfg.NoEarlyDemux {
 		ep.demux = newEarlyDemux(ns, q)
 	}
+	ns.SetDirectWrite(!cfg.NoFastPath)
 	s.ports = newPortTable(owner)
 	fail := func(err error) (*Stack, error) {
 		ns.Close()

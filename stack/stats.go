@@ -76,6 +76,10 @@ type Stats struct {
 	// validated (a connection made from it), and ACKs reaching a
 	// listener whose cookie did not (answered with a reset).
 	TCPSynCookiesSent, TCPSynCookiesValidated, TCPSynCookiesFailed uint64
+
+	// TCP segments of TCPSegmentsSent that the fast path's direct send
+	// wrote (Config.NoFastPath).
+	TCPSegmentsDirect uint64
 }
 
 // Stats returns a snapshot of the stack's counters. Errors reading the
@@ -120,6 +124,7 @@ func (s *Stack) Stats() Stats {
 	st.TCPSynCookiesSent = ns.TCP.ListenOverflowSynCookieSent.Value()
 	st.TCPSynCookiesValidated = ns.TCP.ListenOverflowSynCookieRcvd.Value()
 	st.TCPSynCookiesFailed = ns.TCP.ListenOverflowInvalidSynCookieRcvd.Value()
+	st.TCPSegmentsDirect = s.ns.DirectWrites()
 	st.UDPPacketsReceived = ns.UDP.PacketsReceived.Value()
 	st.UDPPacketsSent = ns.UDP.PacketsSent.Value()
 	st.UDPChecksumErrors = ns.UDP.ChecksumErrors.Value()
@@ -163,8 +168,8 @@ func (st Stats) Summary() string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "tcp: established %d, opens %d active %d passive; segments in %d out %d; retransmits %d (timeouts %d, fast %d); resets sent %d; checksum errors %d\n",
-		st.TCPCurrentEstablished, st.TCPActiveOpens, st.TCPPassiveOpens, st.TCPSegmentsReceived, st.TCPSegmentsSent,
+	fmt.Fprintf(&b, "tcp: established %d, opens %d active %d passive; segments in %d out %d (direct %d); retransmits %d (timeouts %d, fast %d); resets sent %d; checksum errors %d\n",
+		st.TCPCurrentEstablished, st.TCPActiveOpens, st.TCPPassiveOpens, st.TCPSegmentsReceived, st.TCPSegmentsSent, st.TCPSegmentsDirect,
 		st.TCPRetransmits, st.TCPTimeouts, st.TCPFastRetransmits, st.TCPResetsSent, st.TCPChecksumErrors)
 	fmt.Fprintf(&b, "udp: in %d out %d, checksum errors %d; ip: in %d out %d, malformed %d; owned ports %d\n",
 		st.UDPPacketsReceived, st.UDPPacketsSent, st.UDPChecksumErrors, st.IPPacketsReceived, st.IPPacketsSent, st.IPMalformed, st.OwnedPorts)

@@ -117,6 +117,11 @@ type Stack struct {
 	// handleLocal allows non-loopback interfaces to loop packets.
 	handleLocal bool
 
+	// directWrite turns Route.WriteDirect on; directWrites counts its
+	// packets (ustack, patch 0079).
+	directWrite  atomic.Bool
+	directWrites atomic.Uint64
+
 	// tables are the iptables packet filtering and manipulation rules.
 	// TODO(gvisor.dev/issue/4595): S/R this field.
 	tables *IPTables `state:"nosave"`

@@ -983,13 +983,19 @@ func sendTCP(r *stack.Route, tf *tcpFields, pkt *stack.PacketBuffer, gso stack.G
 	pkt.Owner = owner
 	buildTCPHdr(r, tf, pkt, gso)
 
-	if err := r.WritePacket(stack.NetworkHeaderParams{
+	params := stack.NetworkHeaderParams{
 		Protocol:              ProtocolNumber,
 		TTL:                   tf.ttl,
 		TOS:                   tf.tos,
 		DF:                    tf.df,
 		ExperimentOptionValue: tf.expOptVal,
-	}, pkt); err != nil {
+	}
+	// ustack: a plain segment goes straight to the link (patch 0079).
+	sent, err := r.WriteDirect(params, pkt)
+	if !sent {
+		err = r.WritePacket(params, pkt)
+	}
+	if err != nil {
 		r.Stats().TCP.SegmentSendErrors.Increment()
 		return err
 	}
