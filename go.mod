@@ -4,7 +4,6 @@ go 1.26.3
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
-	github.com/asavie/xdp v0.3.3
 	github.com/cilium/ebpf v0.22.0
 	github.com/google/btree v1.1.2
 	github.com/gopacket/gopacket v1.7.7
@@ -15,26 +14,17 @@ require (
 	golang.org/x/net v0.59.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/time v0.15.0
-	gonum.org/v1/plot v0.17.0
-	gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
 )
 
 require (
-	codeberg.org/go-fonts/liberation v0.5.0 // indirect
-	codeberg.org/go-latex/latex v0.2.0 // indirect
-	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
-	git.sr.ht/~sbinet/gg v0.7.0 // indirect
-	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 

@@ -240,3 +240,25 @@ func TestNetstackPatchesDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestLibraryModuleLean: the library's go.mod requires nothing only the
+// benchmark uses (plots, asavie/xdp, upstream gVisor), so a program that
+// imports ustack does not inherit them; the benchmark's own module
+// (bench/go.mod, in go.work) requires them.
+func TestLibraryModuleLean(t *testing.T) {
+	lib, bench := read(t, "go.mod"), read(t, "bench/go.mod")
+	for _, m := range []string{"gonum.org/v1/plot", "github.com/asavie/xdp", "gvisor.dev/gvisor"} {
+		if strings.Contains(lib, m+" ") {
+			t.Errorf("go.mod requires %s, which only the benchmark uses: require it in bench/go.mod", m)
+		}
+		if !strings.Contains(bench, m+" ") {
+			t.Errorf("bench/go.mod does not require %s", m)
+		}
+	}
+	work := read(t, "go.work")
+	for _, dir := range []string{".", "./bench"} {
+		if !slices.Contains(strings.Fields(work), dir) {
+			t.Errorf("go.work does not use %s: go run ./bench from the root needs both modules", dir)
+		}
+	}
+}

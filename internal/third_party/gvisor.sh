@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Recreates internal/third_party/gvisor, ustack's copy of gVisor's netstack:
 # the packages ustack needs (ROOTS and everything they import), taken from
-# the gvisor.dev/gvisor module at the version go.mod pins, renamed into
+# the gvisor.dev/gvisor module at the version bench/go.mod pins, renamed into
 # ustack's module path, gofmt'ed, then changed by the patch series:
 #
 #   gvisor-patches/series     the patches in the order they apply, in
@@ -46,7 +46,7 @@
 # failed patch is rewritten from the tree as fixed (header kept) and the
 # rest of the series applies; the result replaces the copy. (Or edit the
 # patch itself and run gvisor.sh again.) This is how the series moves to a
-# new upstream version: change go.mod's pin, run gvisor.sh, resume until
+# new upstream version: change bench/go.mod's pin, run gvisor.sh, resume until
 # done, then run ustack's tests.
 #
 # To change netstack: edit files under internal/third_party/gvisor, run
@@ -130,8 +130,14 @@ all_overlay_files() { local p; for p in "${SERIES[@]}"; do overlay_files "$p"; d
 # A patch with a header and no diff is legal: its change is all overlay.
 has_diff() { grep -q '^--- ' "$1"; }
 
-version=$(go list -m -f '{{.Version}}' "$upstream") || die "go.mod does not require $upstream"
-src=$(go mod download -json "$upstream@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+# The upstream version is the one the benchmark's module pins (its
+# gvisor-xdp contender runs that same version unmodified): the library's
+# own go.mod does not require gVisor's module at all. Upstream's package
+# lists are resolved in that module, outside any workspace.
+pin="$top/bench"
+gopin() { (cd "$pin" && GOWORK=off go "$@"); }
+version=$(gopin list -m -f '{{.Version}}' "$upstream") || die "bench/go.mod does not require $upstream"
+src=$(gopin mod download -json "$upstream@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 [ -d "$src" ] || die "could not download $upstream@$version"
 
 # pristine DEST: upstream's packages, renamed and formatted, no patches.
@@ -141,7 +147,7 @@ pristine() {
 	local list
 	list=$(for p in "${PLATFORMS[@]}"; do
 		os=${p%/*} arch=${p#*/}
-		GOOS=$os GOARCH=$arch go list -deps "${pkgs[@]}"
+		GOOS=$os GOARCH=$arch gopin list -deps "${pkgs[@]}"
 	done | grep "^$upstream/" | sort -u)
 	mkdir -p "$dest"
 	for p in $list; do
@@ -399,7 +405,7 @@ case "${1:-}" in
 	v=$(sed -n 's/^version=//p' "$dir/state")
 	i=$(sed -n 's/^index=//p' "$dir/state")
 	name=$(sed -n 's/^patch=//p' "$dir/state")
-	[ "$v" = "$version" ] || die "$dir was made for $upstream@$v, go.mod now pins $version: start again"
+	[ "$v" = "$version" ] || die "$dir was made for $upstream@$v, bench/go.mod now pins $version: start again"
 	[ "${SERIES[$i]:-}" = "$name" ] || die "the series has changed since $dir was made ($name is no longer number $((i + 1))): start again"
 	rej=$(cd "$dir/gvisor" && find . -name '*.rej' -o -name '*.orig' | sort)
 	[ -z "$rej" ] || die "$dir/gvisor still holds rejects or backups: $(echo $rej)"
