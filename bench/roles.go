@@ -21,6 +21,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -80,6 +82,18 @@ func serveMain(args []string) error {
 	handler := fs.Bool("handler", false, "ustack: echo and discard servers on the handler API")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if dir := os.Getenv("USTACK_BENCH_CPUPROFILE"); dir != "" {
+		// A lab aid: each server child profiles its whole life.
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.prof", *contender, os.Getpid())))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	stop, mode, err := startServer(*contender, *iface, *poll, uint16(*port), *upstream, *handler, *offload, *delay)
 	if err != nil {
