@@ -242,7 +242,10 @@ static __always_inline int handle_ipv6(struct xdp_md *ctx, __u8 *p, __u8 *end)
 	return count(R_PASS_NOT_OWNED, XDP_PASS);
 }
 
-SEC("xdp")
+// xdp.frags: the program accepts multi-buffer packets (a veth or NIC with
+// an MTU larger than a page, sockets bound with XDP_USE_SG). It reads only
+// headers, which are in the first buffer.
+SEC("xdp.frags")
 int ustack_xdp(struct xdp_md *ctx)
 {
 	__u8 *p = (__u8 *)(long)ctx->data;

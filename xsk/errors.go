@@ -14,6 +14,10 @@ var (
 	// ErrPermission reports missing privileges (CAP_NET_RAW, CAP_NET_ADMIN,
 	// or memlock for the UMEM).
 	ErrPermission = errors.New("insufficient privileges for AF_XDP")
+	// ErrMultiBuffer reports that Config.MultiBuffer was asked for but
+	// the kernel or driver refused XDP_USE_SG (it needs Linux 6.6, and in
+	// zero-copy mode a driver with multi-buffer support).
+	ErrMultiBuffer = errors.New("multi-buffer AF_XDP (XDP_USE_SG) not supported here")
 	// ErrClosed reports use of a closed socket or UMEM.
 	ErrClosed = errors.New("xsk closed")
 )

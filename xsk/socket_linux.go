@@ -148,9 +148,14 @@ func Open(u *UMEM, cfg Config) (_ *Socket, err error) {
 		if !cfg.NoNeedWakeup {
 			sa.Flags |= unix.XDP_USE_NEED_WAKEUP
 		}
+		if cfg.MultiBuffer {
+			sa.Flags |= unix.XDP_USE_SG
+		}
 	}
 	if err := bindRetrying(fd, sa, cfg.BusyWait); err != nil {
 		switch {
+		case cfg.MultiBuffer && !shared && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)):
+			return nil, fmt.Errorf("bind %s queue %d: %w: %w", cfg.Interface, cfg.Queue, ErrMultiBuffer, err)
 		case cfg.Mode == BindZeroCopy && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)):
 			return nil, fmt.Errorf("bind %s queue %d: %w: %w", cfg.Interface, cfg.Queue, ErrZeroCopy, err)
 		case errors.Is(err, unix.EBUSY):

@@ -24,12 +24,18 @@ type Interface struct {
 }
 
 // Desc is an AF_XDP RX/TX descriptor (struct xdp_desc): a packet of Len
-// bytes at UMEM offset Addr.
+// bytes at UMEM offset Addr, or, on a socket with Config.MultiBuffer, a
+// part of one: OptContd in Options says the packet goes on in the next
+// descriptor.
 type Desc struct {
 	Addr    uint64
 	Len     uint32
 	Options uint32
 }
+
+// OptContd is the Desc.Options bit (XDP_PKT_CONTD) of a multi-buffer
+// packet's every descriptor but its last.
+const OptContd = 1
 
 // UMEMConfig sizes a UMEM.
 type UMEMConfig struct {
@@ -96,6 +102,13 @@ type Config struct {
 	RxFrames, TxFrames uint32
 	// Mode selects copy or zero-copy (default BindAuto).
 	Mode BindMode
+	// MultiBuffer binds with XDP_USE_SG (Linux 6.6 or later; in zero-copy
+	// mode, a driver that supports it): a packet larger than a frame is
+	// received, and may be sent, as a chain of descriptors (OptContd).
+	// Without it the kernel drops such packets. Sockets that share the
+	// UMEM take the first socket's setting. Open fails with
+	// ErrMultiBuffer where the kernel refuses it.
+	MultiBuffer bool
 	// NoNeedWakeup turns off XDP_USE_NEED_WAKEUP, making the kernel poll
 	// the rings continually instead of waiting for kicks. Off by default:
 	// need_wakeup saves syscalls and CPU.
