@@ -3,6 +3,7 @@ package stack
 import (
 	"github.com/ustack-dev/ustack/stack/internal/faultio"
 	"github.com/ustack-dev/ustack/stack/internal/pcapio"
+	"github.com/ustack-dev/ustack/stack/internal/sgio"
 )
 
 // middleware is what Config adds between a queue's socket (or wire) and
@@ -16,10 +17,12 @@ type middleware struct {
 	faults []*faultio.IO
 }
 
-// wrapIO builds each queue's chain over ios, innermost first: faults next
-// to the wire, then the capture above them, so a capture shows frames as
-// netstack sent them and as the worker received them.
-func wrapIO(ios []frameIO, cfg *Config) ([]frameIO, middleware, error) {
+// wrapIO builds each queue's chain over ios, innermost first: on a link
+// with multi-buffer frames the layer that joins their chains (so every
+// layer above sees whole frames), then faults, then the capture above
+// them, so a capture shows frames as netstack sent them and as the worker
+// received them.
+func wrapIO(ios []frameIO, cfg *Config, link linkInfo) ([]frameIO, middleware, error) {
 	var mw middleware
 	var capture *pcapio.Writer
 	if c := cfg.Capture; c != nil {
@@ -30,6 +33,13 @@ func wrapIO(ios []frameIO, cfg *Config) ([]frameIO, middleware, error) {
 	}
 	out := make([]frameIO, len(ios))
 	for i, io := range ios {
+		if link.multiBuffer {
+			sg, err := sgio.New(io, int(cfg.FrameSize), int(link.mtu)+ethHeaderLen)
+			if err != nil {
+				return nil, mw, err
+			}
+			io = sg
+		}
 		if f := cfg.Faults; f != nil {
 			fio := faultio.New(io, faultio.Config{Seed: f.Seed, RX: faultio.Rates(f.RX), TX: faultio.Rates(f.TX)}, i)
 			mw.faults = append(mw.faults, fio)

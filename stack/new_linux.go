@@ -9,11 +9,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// vethMaxXDPMTU is the largest veth MTU native XDP accepts with 4 KiB
-// pages: 4096 - XDP_PACKET_HEADROOM (256) - sizeof(struct
-// skb_shared_info) (320) - ETH_HLEN (14), as veth_xdp_set computes it
-// (Linux 6.18; TestPrivilegedMTULimits checks it).
-const vethMaxXDPMTU = 3506
+// A veth accepts native XDP at any MTU because the steering program
+// declares multi-buffer support (xdp.frags): without it, the kernel caps
+// the MTU at 3506 with 4 KiB pages (veth_xdp_set). A frame that does not
+// fit one UMEM frame then arrives as a chain, which needs the socket bound
+// with XDP_USE_SG.
+
+// maxMultiBufferMTU is the largest MTU ustack runs on: a 16 KiB frame,
+// four UMEM frames of 4 KiB per chain.
+const maxMultiBufferMTU = 16384 - ethHeaderLen
 
 // New attaches ustack to cfg.Interface (in the calling thread's network
 // namespace): it loads and attaches the XDP steering program, opens one
@@ -38,8 +42,11 @@ func New(cfg Config) (_ *Stack, err error) {
 		return nil, fmt.Errorf("%w: %d queues requested, %s has %d", ErrConfig, cfg.Queues, cfg.Interface, nq)
 	}
 	mtu := uint32(ifc.MTU)
-	if maxMTU := cfg.FrameSize - unix.XDP_PACKET_HEADROOM - ethHeaderLen; mtu > maxMTU {
-		return nil, fmt.Errorf("%w: %s has MTU %d, frames of %d bytes hold at most %d", ErrConfig, cfg.Interface, mtu, cfg.FrameSize, maxMTU)
+	// A frame larger than a UMEM frame (less the kernel's RX headroom)
+	// comes and goes as a chain of frames: multi-buffer AF_XDP.
+	multiBuffer := mtu > cfg.FrameSize-unix.XDP_PACKET_HEADROOM-ethHeaderLen
+	if mtu > maxMultiBufferMTU {
+		return nil, fmt.Errorf("%w: %s has MTU %d, ustack takes at most %d", ErrConfig, cfg.Interface, mtu, maxMultiBufferMTU)
 	}
 	for _, a := range cfg.Addrs {
 		for _, k := range ifc.Addrs {
@@ -48,13 +55,7 @@ func New(cfg Config) (_ *Stack, err error) {
 			}
 		}
 	}
-	if ifc.Kind == "veth" && !cfg.ForceGenericXDP && mtu > vethMaxXDPMTU {
-		// The kernel refuses native XDP on a veth whose peer's MTU
-		// leaves no room in a page for the headroom and skb_shared_info
-		// (veth_xdp_set); generic mode would then take every packet
-		// through an skb copy on queue 0 and the peer keep TSO on.
-		return nil, fmt.Errorf("%w: %s has MTU %d, native XDP on veth takes at most %d (lower both ends' MTU, or ForceGenericXDP)", ErrConfig, cfg.Interface, mtu, vethMaxXDPMTU)
-	}
+
 	if len(ifc.MAC) != 6 {
 		return nil, fmt.Errorf("%w: %s has no Ethernet address", ErrConfig, cfg.Interface)
 	}
@@ -80,9 +81,12 @@ func New(cfg Config) (_ *Stack, err error) {
 		sock, err := xsk.Open(umem, xsk.Config{
 			Interface: cfg.Interface, Queue: q,
 			RxSize: cfg.RxRingSize, TxSize: cfg.RingSize, FillSize: cfg.RxRingSize, CompletionSize: cfg.RingSize,
-			RxFrames: cfg.RxRingSize, TxFrames: cfg.RingSize,
+			RxFrames: cfg.RxRingSize, TxFrames: cfg.RingSize, MultiBuffer: multiBuffer,
 		})
 		if err != nil {
+			if errors.Is(err, xsk.ErrMultiBuffer) {
+				return nil, fmt.Errorf("%w: %s has MTU %d, more than a %d-byte UMEM frame holds, and %w", ErrConfig, cfg.Interface, mtu, cfg.FrameSize, err)
+			}
 			return nil, err
 		}
 		io := newXSKIO(sock)
@@ -106,7 +110,7 @@ func New(cfg Config) (_ *Stack, err error) {
 	}
 	// A veth peer is the local kernel, which hands over TCP and UDP with
 	// checksums left for offload unless its TX checksum offload is off.
-	info := linkInfo{mtu: mtu, mac: ifc.MAC, partialChecksums: ifc.Kind == "veth"}
+	info := linkInfo{mtu: mtu, mac: ifc.MAC, partialChecksums: ifc.Kind == "veth", multiBuffer: multiBuffer}
 	s, err := newStack(cfg, ios, info, prog)
 	if err != nil {
 		return nil, err

@@ -86,14 +86,15 @@ func TestPrivilegedMTU3000Bulk(t *testing.T) {
 	}
 }
 
-// TestPrivilegedMTULimits: native XDP on veth carries MTUs up to 3506
-// with 4096-byte frames; beyond, and beyond what a frame holds, New says
-// so instead of falling back or truncating.
+// TestPrivilegedMTULimits: native XDP on veth carries MTUs that fit a
+// UMEM frame and, as multi-buffer chains, those that do not (3507 and
+// 9000 with 4096-byte frames, 1779 with 2048); past ustack's largest
+// frame New says so instead of falling back or truncating.
 func TestPrivilegedMTULimits(t *testing.T) {
 	for _, c := range []struct {
 		mtu, frame int
 		ok         bool
-	}{{3506, 4096, true}, {3507, 4096, false}, {9000, 4096, false}, {1778, 2048, true}, {1779, 2048, false}} {
+	}{{3506, 4096, true}, {3507, 4096, true}, {9000, 4096, true}, {1778, 2048, true}, {1779, 2048, true}, {maxMultiBufferMTU + 1, 4096, false}} {
 		p := vethtest.NewT(t, vethtest.Options{MTU: c.mtu})
 		var s *Stack
 		err := p.Ustack.Do(func() (err error) {
@@ -119,5 +120,26 @@ func TestPrivilegedMTULimits(t *testing.T) {
 		} else {
 			t.Logf("MTU %d, frames of %d: %v", c.mtu, c.frame, err)
 		}
+	}
+}
+
+// TestPrivilegedJumboBulk: on a veth pair with MTU 9000, 64 MiB each way
+// at once over IPv4 and 16 MiB over IPv6 between the kernel and ustack,
+// checked by SHA-256, in frames that span UMEM frames both ways: the
+// kernel's arrive as chains the sgio layer joins, ustack's GSO output
+// leaves as chains.
+func TestPrivilegedJumboBulk(t *testing.T) {
+	for _, c := range []struct {
+		network string
+		size    int
+	}{{"tcp4", 64 << 20}, {"tcp6", 16 << 20}} {
+		t.Run(c.network, func(t *testing.T) {
+			_, s := testBulk(t, vethtest.Options{MTU: 9000}, Config{Poll: Spin}, c.size, c.network)
+			m := s.Stats().Queues[0].MultiBuffer
+			t.Logf("multi-buffer: %+v", m)
+			if m.RxChains == 0 || m.TxChains == 0 || m.RxChainsDropped != 0 {
+				t.Errorf("multi-buffer counters %+v: want chains both ways, none dropped", m)
+			}
+		})
 	}
 }

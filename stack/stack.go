@@ -66,12 +66,16 @@ type linkInfo struct {
 	// with checksums left for offload (offload.Partial), which are then
 	// accepted as the kernel accepts them.
 	partialChecksums bool
+	// multiBuffer: frames larger than one UMEM frame (mtu plus the
+	// Ethernet header past cfg.FrameSize) come and go as chains, joined
+	// by the sgio layer next to the socket.
+	multiBuffer bool
 }
 
 // newStack builds netstack over ios, one per queue. On error the caller
 // still runs its own cleanups; newStack cleans up what it made.
 func newStack(cfg Config, ios []frameIO, link linkInfo, owner portOwner) (*Stack, error) {
-	ios, mw, err := wrapIO(ios, &cfg)
+	ios, mw, err := wrapIO(ios, &cfg, link)
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,16 @@ type QueueStats struct {
 	XSK xsk.Stats
 	// FaultsRX and FaultsTX count the faults injected (Config.Faults).
 	FaultsRX, FaultsTX FaultStats
+	// MultiBuffer counts the frames larger than a UMEM frame, on a link
+	// whose MTU needs them (zero otherwise).
+	MultiBuffer MultiBufferStats
+}
+
+// MultiBufferStats count multi-buffer frames: received as a chain of UMEM
+// frames and joined, chains dropped (longer than the largest frame the
+// MTU allows, or no reassembly buffer free), and frames sent as chains.
+type MultiBufferStats struct {
+	RxChains, RxChainsDropped, TxChains uint64
 }
 
 // Stats is a snapshot of a Stack's counters.
@@ -96,6 +106,7 @@ func (s *Stack) Stats() Stats {
 		var io frameio.Stats
 		q.io.ReadStats(&io)
 		qs.XSK, qs.FaultsRX, qs.FaultsTX = io.XSK, FaultStats(io.FaultsRX), FaultStats(io.FaultsTX)
+		qs.MultiBuffer = MultiBufferStats(io.SG)
 		// One capture serves every queue: each reports the same.
 		st.Capture = CaptureStats(io.Capture)
 		st.Queues = append(st.Queues, qs)
@@ -148,6 +159,9 @@ func (st Stats) Summary() string {
 		if x != (xsk.Stats{}) {
 			fmt.Fprintf(&b, "  xsk: rx %d tx %d kicks %d (retries %d); kernel drops: rx %d, rx ring full %d, fill ring empty %d, rx invalid %d, tx invalid %d\n",
 				x.RxPackets, x.TxPackets, x.Kicks, x.KickRetries, x.RxDropped, x.RxRingFull, x.FillRingEmpty, x.RxInvalid, x.TxInvalid)
+		}
+		if m := q.MultiBuffer; m != (MultiBufferStats{}) {
+			fmt.Fprintf(&b, "  multi-buffer: rx chains %d (dropped %d), tx chains %d\n", m.RxChains, m.RxChainsDropped, m.TxChains)
 		}
 		for _, f := range []struct {
 			dir string

@@ -20,6 +20,9 @@ func newXSKIO(s *xsk.Socket) *xskIO { return &xskIO{Socket: s, umem: s.UMEM()} }
 func (p *xskIO) Data(d xsk.Desc) []byte   { return p.umem.Data(d) }
 func (p *xskIO) Frame(addr uint64) []byte { return p.umem.Frame(addr) }
 
+// Span gives the multi-buffer layer (sgio) adjacent frames as one slice.
+func (p *xskIO) Span(addr uint64, n int) []byte { return p.umem.Span(addr, n) }
+
 // ReadStats implements frameio.IO: the socket's counters (zero if the
 // kernel's cannot be read).
 func (p *xskIO) ReadStats(st *frameio.Stats) { st.XSK, _ = p.Socket.Stats() }

@@ -394,6 +394,10 @@ func (s *Socket) Enqueue(descs []Desc) int {
 	return int(n)
 }
 
+// TxRoom reports how many descriptors the TX ring has room for, up to
+// want (call it from the goroutine that enqueues).
+func (s *Socket) TxRoom(want int) int { return int(s.tx.Free(uint32(want))) }
+
 // NeedsKick reports whether the kernel must be woken to process the TX
 // ring.
 func (s *Socket) NeedsKick() bool {

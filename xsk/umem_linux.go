@@ -87,6 +87,18 @@ func (u *UMEM) Frame(addr uint64) []byte {
 	return u.mem[base : base+uint64(u.cfg.FrameSize) : base+uint64(u.cfg.FrameSize)]
 }
 
+// Span returns n bytes of the UMEM from the start of the frame that
+// holds addr, running on into the frames after it: room to write a
+// multi-buffer packet across adjacent frames the caller owns. It returns
+// nil if the span would pass the UMEM's end.
+func (u *UMEM) Span(addr uint64, n int) []byte {
+	base := addr &^ uint64(u.cfg.FrameSize-1)
+	if n < 0 || base+uint64(n) > uint64(len(u.mem)) {
+		return nil
+	}
+	return u.mem[base : base+uint64(n) : base+uint64(n)]
+}
+
 // Close unmaps the UMEM. All sockets on it must be closed first.
 func (u *UMEM) Close() error {
 	if u.closed {

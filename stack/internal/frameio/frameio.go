@@ -62,7 +62,15 @@ type Stats struct {
 	FaultsRX, FaultsTX FaultStats
 	// Capture is the packet capture's (one capture serves every queue
 	// of a stack, so every queue reports the same).
-	Capture CaptureStats
+	Capture CaptureStats // SG is the multi-buffer layer's (sgio).
+	SG      SGStats
+}
+
+// SGStats count the multi-buffer layer's chains: frames received as a
+// chain of frames and joined, chains dropped (longer than the largest
+// frame, or no reassembly buffer free), and frames sent as chains.
+type SGStats struct {
+	RxChains, RxChainsDropped, TxChains uint64
 }
 
 // FaultStats count the faults applied in one direction.

@@ -114,6 +114,23 @@ func (m *End) Frame(addr uint64) []byte {
 	return m.arena[addr : addr+m.frameSize : addr+m.frameSize]
 }
 
+// Span returns n bytes of the wire's memory from the frame at addr on,
+// for a multi-buffer frame written across adjacent frames (sgio).
+func (m *End) Span(addr uint64, n int) []byte {
+	if n < 0 || addr+uint64(n) > uint64(len(m.arena)) {
+		return nil
+	}
+	return m.arena[addr : addr+uint64(n) : addr+uint64(n)]
+}
+
+// TxRoom reports how many frames the ring to the peer has room for, up
+// to want.
+func (m *End) TxRoom(want int) int {
+	m.outMu.Lock()
+	defer m.outMu.Unlock()
+	return int(m.out.Free(uint32(want)))
+}
+
 // Enqueue implements frameio.IO: it puts frames on the ring to the peer,
 // which sees them only after a Kick.
 func (m *End) Enqueue(descs []xsk.Desc) int {
