@@ -32,6 +32,7 @@ type options struct {
 	contenders []string
 	workloads  map[string]bool // nil: every contender's own
 	kernelGRO  bool
+	mtu        int // the veth pair's
 	// placement pins every server to the last CPU and every client to
 	// the others, as on two machines (the default, of record); -shared
 	// leaves it empty, and the scheduler places them.
@@ -74,6 +75,7 @@ func parseFlags(args []string) (options, error) {
 	pipeline := fs.Int("pipeline", 1, "requests in flight per connection for the rate workload")
 	runs := fs.Int("runs", 1, "repeat every measurement this many times and report medians")
 	out := fs.String("out", "results", "`directory` for results.json and the plots")
+	mtu := fs.Int("mtu", 1500, "the veth pair's `MTU` (up to 9000); above 3506, frames span UMEM frames (multi-buffer AF_XDP) and only kernel and ustack contenders run: the raw AF_XDP floors and gvisor-xdp have no multi-buffer path")
 	kernelGRO := fs.Bool("kernel-gro", false, "turn GRO on at the client's (kernel) veth end, as behind a NIC: the kernel then coalesces what ustack sends")
 	contenders := fs.String("contenders", "", "comma-separated `contenders` to run (kernel always runs, as the reference; default: the contenders of record, "+strings.Join(recordNames(), ", ")+")")
 	all := fs.Bool("all", false, "run every contender, the contenders of record and the rest: "+strings.Join(extraNames(), ", "))
@@ -86,7 +88,7 @@ func parseFlags(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	o := options{quick: *quick, duration: *duration, warmup: *warmup, conns: *conns, held: *held, pipeline: *pipeline, runs: *runs, out: *out, kernelGRO: *kernelGRO,
+	o := options{quick: *quick, duration: *duration, warmup: *warmup, conns: *conns, held: *held, pipeline: *pipeline, runs: *runs, out: *out, kernelGRO: *kernelGRO, mtu: *mtu,
 		log: func(f string, a ...any) { fmt.Printf(f, a...) }}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -146,6 +148,22 @@ func parseFlags(args []string) (options, error) {
 		if c != "kernel" {
 			o.contenders = append(o.contenders, c)
 		}
+	}
+	if o.mtu < 1280 || o.mtu > 9000 {
+		return o, fmt.Errorf("-mtu %d: want 1280..9000", o.mtu)
+	}
+	if o.mtu > singleFrameMTU {
+		// Contenders whose AF_XDP code takes only single-frame packets
+		// cannot run: named ones are an error, the default set skips them.
+		kept := o.contenders[:0]
+		for _, name := range o.contenders {
+			if c := contenderByName(name); c.Server == "ustack" || c.Server == "kernel" || c.Server == "kernel-busypoll" {
+				kept = append(kept, name)
+			} else if *contenders != "" {
+				return o, fmt.Errorf("-contenders: %s cannot run at -mtu %d (its AF_XDP code has no multi-buffer frames; at most %d)", name, o.mtu, singleFrameMTU)
+			}
+		}
+		o.contenders = kept
 	}
 	if *workloads != "" {
 		o.workloads = map[string]bool{}

@@ -275,8 +275,23 @@ type machine struct {
 	PlacementDetail string `json:"placement_detail"`
 }
 
-func describeMachine() machine {
-	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), Link: "veth pair between two network namespaces, MTU 1500",
+// singleFrameMTU is the largest MTU whose frames fit one 4 KiB UMEM
+// frame after the kernel's RX headroom; above it ustack uses multi-buffer
+// AF_XDP, which the floors' and gvisor-xdp's AF_XDP code lacks.
+const singleFrameMTU = 3506
+
+// contenderByName returns the contender called name (zero if none).
+func contenderByName(name string) contender {
+	for _, c := range allContenders {
+		if c.Name == name {
+			return c
+		}
+	}
+	return contender{}
+}
+
+func describeMachine(mtu int) machine {
+	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), Link: fmt.Sprintf("veth pair between two network namespaces, MTU %d", mtu),
 		SocketMod: "copy (veth has no zero-copy)"}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
@@ -302,7 +317,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	pair, err := vethtest.New(vethtest.Options{KernelGRO: o.kernelGRO})
+	pair, err := vethtest.New(vethtest.Options{KernelGRO: o.kernelGRO, MTU: o.mtu})
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +332,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("widening the client's ephemeral port range: %w", err)
 	}
-	rep := &report{Machine: describeMachine(), Started: time.Now().UTC().Format(time.RFC3339),
+	rep := &report{Machine: describeMachine(o.mtu), Started: time.Now().UTC().Format(time.RFC3339),
 		Options: map[string]any{"quick": o.quick, "duration": o.duration.String(), "warmup": o.warmup, "sizes": o.sizes,
 			"conns": o.conns, "pipeline": o.pipeline, "runs": o.runs, "contenders": o.contenders, "placement": o.placement.Name()}}
 	if o.kernelGRO {
