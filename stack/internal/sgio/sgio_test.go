@@ -2,6 +2,7 @@ package sgio
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/ustack-dev/ustack/stack/internal/frameio"
@@ -55,7 +56,7 @@ func sendChain(t *testing.T, w *memwire.End, frame []byte, keep []int) {
 		if i < n-1 {
 			d.Options = xsk.OptContd
 		}
-		if keep == nil || bytes.IndexByte(intsToBytes(keep), byte(i)) >= 0 {
+		if keep == nil || slices.Contains(keep, i) {
 			descs = append(descs, d)
 		} else {
 			w.Free(addr)
@@ -65,14 +66,6 @@ func sendChain(t *testing.T, w *memwire.End, frame []byte, keep []int) {
 		t.Fatal("the wire's ring is full")
 	}
 	w.Kick()
-}
-
-func intsToBytes(v []int) []byte {
-	b := make([]byte, len(v))
-	for i, x := range v {
-		b[i] = byte(x)
-	}
-	return b
 }
 
 // receive takes what the layer hands up, copies the frames, and recycles.
