@@ -31,7 +31,23 @@ func Load() (*Program, error) {
 		return nil, fmt.Errorf("lift memlock rlimit: %w", err)
 	}
 	p := &Program{ifindex: -1}
-	if err := loadUstackObjects(&p.objs, nil); err != nil {
+	spec, err := loadUstack()
+	if err != nil {
+		return nil, err
+	}
+	err = spec.LoadAndAssign(&p.objs, nil)
+	if err != nil && !errors.Is(err, unix.EPERM) {
+		// Kernels before 5.18 know no multi-buffer XDP (xdp.frags):
+		// without the flag the program runs as before, for frames that
+		// fit one buffer.
+		if prog := spec.Programs["ustack_xdp"]; prog != nil && prog.Flags&unix.BPF_F_XDP_HAS_FRAGS != 0 {
+			prog.Flags &^= unix.BPF_F_XDP_HAS_FRAGS
+			if err2 := spec.LoadAndAssign(&p.objs, nil); err2 == nil {
+				err = nil
+			}
+		}
+	}
+	if err != nil {
 		if errors.Is(err, unix.EPERM) {
 			return nil, fmt.Errorf("load xdp program: %w (needs root or CAP_BPF+CAP_NET_ADMIN)", err)
 		}

@@ -26,3 +26,21 @@ func TestMapSizesMatchGo(t *testing.T) {
 		}
 	}
 }
+
+// TestProgramTakesFrags: the program declares multi-buffer support
+// (section xdp.frags), which jumbo MTUs on veth and XDP_USE_SG sockets
+// need; Load drops the flag only on kernels that do not know it.
+func TestProgramTakesFrags(t *testing.T) {
+	spec, err := loadUstack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := spec.Programs["ustack_xdp"]
+	if p == nil {
+		t.Fatal("no program ustack_xdp")
+	}
+	const hasFrags = 0x20 // BPF_F_XDP_HAS_FRAGS
+	if p.SectionName != "xdp.frags" || p.Flags&hasFrags == 0 {
+		t.Fatalf("section %q, flags %#x: want xdp.frags with BPF_F_XDP_HAS_FRAGS", p.SectionName, p.Flags)
+	}
+}
