@@ -82,6 +82,10 @@ type segment struct {
 	// acked indicates if the segment has already been SACKed.
 	acked bool
 
+	// inWriteList is set while the segment is in its sender's write list
+	// (ustack: protectedWriteList's membership check).
+	inWriteList bool `state:"nosave"`
+
 	// dataMemSize is the memory used by pkt initially. The value is used for
 	// memory accounting in the receive buffer instead of pkt.MemSize() because
 	// packet contents can be modified, so relying on the computed memory size

@@ -232,7 +232,6 @@ type sender struct {
 // +stateify savable
 type protectedWriteList struct {
 	writeList segmentList
-	set       map[*segment]struct{}
 }
 
 // Front returns the front of the write list.
@@ -245,31 +244,36 @@ func (wl *protectedWriteList) Back() *segment {
 	return wl.writeList.Back()
 }
 
+// ustack: membership is a flag on the segment (inWriteList), not a map of
+// every segment in the list: the same checks, without a map insert per
+// segment written and a delete per segment acknowledged, or a map per
+// connection.
+
 // Remove removes seg from the write list.
 func (wl *protectedWriteList) Remove(seg *segment) {
-	if _, ok := wl.set[seg]; !ok {
+	if !seg.inWriteList {
 		panic("segment not found write list")
 	}
 	wl.writeList.Remove(seg)
-	delete(wl.set, seg)
+	seg.inWriteList = false
 }
 
 // PushBack pushes seg onto the back of the write list.
 func (wl *protectedWriteList) PushBack(seg *segment) {
-	if _, ok := wl.set[seg]; ok {
+	if seg.inWriteList {
 		panic("segment already in write list")
 	}
 	wl.writeList.PushBack(seg)
-	wl.set[seg] = struct{}{}
+	seg.inWriteList = true
 }
 
 // InsertAfter inserts seg after before.
 func (wl *protectedWriteList) InsertAfter(before, seg *segment) {
-	if _, ok := wl.set[seg]; ok {
+	if seg.inWriteList {
 		panic("segment already in write list")
 	}
 	wl.writeList.InsertAfter(before, seg)
-	wl.set[seg] = struct{}{}
+	seg.inWriteList = true
 }
 
 // rtt is a synchronization wrapper used to appease stateify. See the comment
@@ -313,9 +317,6 @@ func initSender(ep *Endpoint, iss, irs seqnum.Value, sndWnd seqnum.Size, mss uin
 			RTO: 1 * time.Second,
 		},
 		gso: ep.gso.Type != stack.GSONone,
-		writeList: protectedWriteList{
-			set: make(map[*segment]struct{}),
-		},
 	}
 
 	if ep.snd.gso {
@@ -1050,7 +1051,7 @@ func (s *sender) maybeSendSegment(seg *segment, limit int, end seqnum.Value) (se
 	// TODO(b/379932042): Below is the only place we update SND.NXT besides
 	// initialization. It's possible that we're increasing SND.NXT by
 	// trying to write a segment that isn't in the write list.
-	if _, ok := s.writeList.set[seg]; !ok {
+	if !seg.inWriteList {
 		panic("attempted to send segment not in write list")
 	}
 

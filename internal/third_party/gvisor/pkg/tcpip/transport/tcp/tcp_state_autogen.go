@@ -1120,7 +1120,6 @@ func (wl *protectedWriteList) StateTypeName() string {
 func (wl *protectedWriteList) StateFields() []string {
 	return []string{
 		"writeList",
-		"set",
 	}
 }
 
@@ -1130,7 +1129,6 @@ func (wl *protectedWriteList) beforeSave() {}
 func (wl *protectedWriteList) StateSave(stateSinkObject state.Sink) {
 	wl.beforeSave()
 	stateSinkObject.Save(0, &wl.writeList)
-	stateSinkObject.Save(1, &wl.set)
 }
 
 func (wl *protectedWriteList) afterLoad(context.Context) {}
@@ -1138,7 +1136,6 @@ func (wl *protectedWriteList) afterLoad(context.Context) {}
 // +checklocksignore
 func (wl *protectedWriteList) StateLoad(ctx context.Context, stateSourceObject state.Source) {
 	stateSourceObject.Load(0, &wl.writeList)
-	stateSourceObject.Load(1, &wl.set)
 }
 
 func (r *rtt) StateTypeName() string {
