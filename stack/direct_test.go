@@ -14,13 +14,19 @@ import (
 // byte the one netstack's IPv4 endpoint writes; with Config.NoFastPath
 // none is, and the headers are the same. Both runs play one script.
 func TestScriptDirectWrite(t *testing.T) {
-	for _, fast := range []bool{true, false} {
+	for _, v := range []struct {
+		fast, ts bool
+	}{{true, false}, {true, true}, {false, false}, {false, true}} {
+		fast := v.fast
 		name := "fast"
 		if !fast {
 			name = "nofastpath"
 		}
+		if v.ts {
+			name += "/timestamps"
+		}
 		t.Run(name, func(t *testing.T) {
-			p := newScriptPeer(t, scriptOptions{Config: func(c *Config) { c.NoFastPath = !fast }})
+			p := newScriptPeer(t, scriptOptions{Timestamps: v.ts, Config: func(c *Config) { c.NoFastPath = !fast }})
 			var tcpFrames int
 			var bad []string
 			p.frame = func(f []byte) {

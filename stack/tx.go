@@ -74,6 +74,87 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 	return sent, nil
 }
 
+// WriteFrame implements gstack.FrameWriter, the fast path's send (netstack
+// patch 0081): one frame of hdr (Ethernet, IPv4 and TCP headers) and
+// pkt's payload, copied once into a UMEM frame with the TCP checksum
+// computed in the copy, on the queue hash selects. It does not take
+// ownership of pkt.
+func (e *endpoint) WriteFrame(hdr []byte, pkt *gstack.PacketBuffer, hash uint32) tcpip.Error {
+	q := e.queues[0]
+	if len(e.queues) > 1 {
+		q = e.queues[hash%uint32(len(e.queues))]
+	}
+	for stalls := 0; ; stalls++ {
+		ok, err := e.writeFrame(q, hdr, pkt)
+		if err != nil {
+			return err
+		}
+		if ok {
+			break
+		}
+		if stalls == maxTxStalls {
+			q.txNoFrame.Add(1)
+			return &tcpip.ErrNoBufferSpace{}
+		}
+		// What is queued must go first, and it may be waiting for a
+		// kick left to the worker.
+		q.kick()
+		runtime.Gosched()
+	}
+	q.txPackets.Add(1)
+	q.kickAfterWrite(1)
+	return nil
+}
+
+// writeFrame writes WriteFrame's frame under the TX lock; false if no
+// frame or TX slot was free.
+func (e *endpoint) writeFrame(q *queue, hdr []byte, pkt *gstack.PacketBuffer) (bool, tcpip.Error) {
+	q.txMu.Lock()
+	defer q.txMu.Unlock()
+	q.io.Complete()
+	views := append(q.txViews[:0], hdr)
+	pv, off := pkt.AsViewList()
+	for v := pv.Front(); v != nil; v = v.Next() {
+		b := v.AsSlice()
+		if off >= len(b) {
+			off -= len(b)
+			continue
+		}
+		views = append(views, b[off:])
+		off = 0
+	}
+	q.txViews = views
+	if err := q.tx.Reset(views, ethHeaderLen+header.IPv4MinimumSize, uint8(header.TCPProtocolNumber), 0); err != nil {
+		q.txOversize.Add(1)
+		return false, &tcpip.ErrMalformedHeader{}
+	}
+	addr, ok := q.io.Alloc()
+	if !ok {
+		if q.io.Complete() == 0 {
+			return false, nil
+		}
+		if addr, ok = q.io.Alloc(); !ok {
+			return false, nil
+		}
+	}
+	n, err := q.tx.WriteSegment(q.io.Frame(addr), 0)
+	if err != nil {
+		q.io.Free(addr)
+		q.txOversize.Add(1)
+		return false, &tcpip.ErrMessageTooLong{}
+	}
+	if t := q.trace; t != nil {
+		t.mark(StageTxRing)
+	}
+	q.txDescs[0] = xsk.Desc{Addr: addr, Len: uint32(n)}
+	if q.io.Enqueue(q.txDescs[:1]) != 1 {
+		q.io.Free(addr)
+		return false, nil
+	}
+	q.txFrames.Add(1)
+	return true, nil
+}
+
 // txPos is a position in a list of packets being written: a packet's
 // index and a segment of it.
 type txPos struct{ pkt, seg int }

@@ -1063,6 +1063,36 @@ func (e *Endpoint) sendEmptyRaw(flags header.TCPFlags, seq, ack seqnum.Value, rc
 //
 // +checklocks:e.mu
 func (e *Endpoint) sendRaw(pkt *stack.PacketBuffer, flags header.TCPFlags, seq, ack seqnum.Value, rcvWnd seqnum.Size) tcpip.Error {
+	options := e.segmentOptions(flags)
+	defer putOptions(options)
+	hdrSize := header.TCPMinimumSize + int(e.route.MaxHeaderLength()) + len(options)
+	expOptVal := e.getExperimentOptionValue(e.route)
+	if e.route.NetProto() == header.IPv6ProtocolNumber && expOptVal != 0 {
+		hdrSize += header.IPv6ExperimentHdrLength
+	}
+	pkt.ReserveHeaderBytes(hdrSize)
+	// ustack: the fields go down by pointer (sendTCP, sendTCPBatch,
+	// buildTCPHdr), not as a 100-byte copy at each level of the send path
+	// that runs on the writing application goroutine's stack.
+	return e.sendTCP(e.route, &tcpFields{
+		id:     e.TransportEndpointInfo.ID,
+		ttl:    calculateTTL(e.route, e.ipv4TTL, e.ipv6HopLimit),
+		tos:    e.sendTOS,
+		flags:  flags,
+		seq:    seq,
+		ack:    ack,
+		rcvWnd: rcvWnd,
+		opts:   options,
+		// PROBE sets DF like DO; see network/endpoint.go for details.
+		df:        e.pmtud == tcpip.PMTUDiscoveryWant || e.pmtud == tcpip.PMTUDiscoveryDo || e.pmtud == tcpip.PMTUDiscoveryProbe,
+		expOptVal: expOptVal,
+	}, pkt, e.gso)
+}
+
+// segmentOptions returns the options of a segment with flags: SACK
+// blocks, a pending D-SACK (once), timestamps (ustack: out of sendRaw, for
+// the fast path's send too). The caller puts them back (putOptions).
+func (e *Endpoint) segmentOptions(flags header.TCPFlags) []byte {
 	var sackBlocks []header.SACKBlock
 	// ustack: in every synchronized state, not only ESTABLISHED: a
 	// connection that has sent its FIN (FIN-WAIT-1, FIN-WAIT-2, CLOSING)
@@ -1087,30 +1117,7 @@ func (e *Endpoint) sendRaw(pkt *stack.PacketBuffer, flags header.TCPFlags, seq, 
 		withDSACK[0] = e.dsack
 		sackBlocks = withDSACK[:n+1]
 	}
-	options := e.makeOptions(sackBlocks)
-	defer putOptions(options)
-	hdrSize := header.TCPMinimumSize + int(e.route.MaxHeaderLength()) + len(options)
-	expOptVal := e.getExperimentOptionValue(e.route)
-	if e.route.NetProto() == header.IPv6ProtocolNumber && expOptVal != 0 {
-		hdrSize += header.IPv6ExperimentHdrLength
-	}
-	pkt.ReserveHeaderBytes(hdrSize)
-	// ustack: the fields go down by pointer (sendTCP, sendTCPBatch,
-	// buildTCPHdr), not as a 100-byte copy at each level of the send path
-	// that runs on the writing application goroutine's stack.
-	return e.sendTCP(e.route, &tcpFields{
-		id:     e.TransportEndpointInfo.ID,
-		ttl:    calculateTTL(e.route, e.ipv4TTL, e.ipv6HopLimit),
-		tos:    e.sendTOS,
-		flags:  flags,
-		seq:    seq,
-		ack:    ack,
-		rcvWnd: rcvWnd,
-		opts:   options,
-		// PROBE sets DF like DO; see network/endpoint.go for details.
-		df:        e.pmtud == tcpip.PMTUDiscoveryWant || e.pmtud == tcpip.PMTUDiscoveryDo || e.pmtud == tcpip.PMTUDiscoveryProbe,
-		expOptVal: expOptVal,
-	}, pkt, e.gso)
+	return e.makeOptions(sackBlocks)
 }
 
 // +checklocks:e.mu

@@ -2084,6 +2084,12 @@ func (s *sender) sendSegmentFromPacketBufferAt(now tcpip.MonotonicTime, pkt *sta
 	// ustack: this segment carries the ACK owed.
 	s.delackTimer.stop()
 
+	// ustack: the fast path's send writes the frame from the segment's
+	// bytes, with no packet of its own (patch 0081).
+	if sent, err := s.ep.sendFrameDirect(pkt, flags, seq, rcvNxt, rcvWnd); sent {
+		return err
+	}
+
 	// We need to clone the packet because sendRaw takes ownership of pkt,
 	// and pkt could be reprocessed later on (i.e retrasmission).
 	pkt = pkt.Clone()

@@ -1,0 +1,123 @@
+// Copyright 2026 The ustack Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package stack
+
+import (
+	"sync"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
+)
+
+// ustack (patch 0081): the fast path's send of a data segment. A link
+// endpoint that writes frames itself (FrameWriter: ustack's, which copies
+// into a UMEM frame and checksums in the copy) takes a TCP segment as its
+// headers and the segment's own bytes: no packet is cloned for it and
+// the IPv4 and NIC layers are not entered.
+
+// FrameWriter is a link endpoint that writes a whole Ethernet frame from
+// its headers and a packet's payload, copying each once into the frame
+// it sends (ustack's link endpoint: the transport checksum is its to
+// compute, in that copy). hash picks a queue, as PacketBuffer.Hash does.
+type FrameWriter interface {
+	WriteFrame(hdr []byte, payload *PacketBuffer, hash uint32) tcpip.Error
+}
+
+// frameHeaderMax is the most header bytes WriteTCPFrame writes.
+const frameHeaderMax = header.EthernetMinimumSize + header.IPv4MinimumSize + header.TCPHeaderMaximumSize
+
+// frameHeaders are WriteTCPFrame's header buffers.
+var frameHeaders = sync.Pool{New: func() any { return new([frameHeaderMax]byte) }}
+
+// FrameRoute is a route's next hop and link, resolved by
+// PrepareTCPFrame for WriteTCPFrame.
+type FrameRoute struct {
+	w           FrameWriter
+	src, dst    tcpip.LinkAddress
+	srcIP, dst4 tcpip.Address
+	mtu         int
+}
+
+// PrepareTCPFrame reports whether a TCP segment on r can be written as a
+// frame by the link endpoint itself (WriteTCPFrame): WriteDirect's
+// conditions (but for the packet's size, which WriteTCPFrame checks),
+// the link endpoint a FrameWriter with no queueing discipline of its
+// own, and the TX checksum left to it. It fills fr for WriteTCPFrame; it
+// changes nothing else.
+func (r *Route) PrepareTCPFrame(params NetworkHeaderParams, fr *FrameRoute) bool {
+	n := r.outgoingNIC
+	s := n.stack
+	if !s.directWrite.Load() || r.NetProto() != header.IPv4ProtocolNumber || r.Loop() != PacketOut ||
+		!params.DF || params.ExperimentOptionValue != 0 || n.deliverLinkPackets ||
+		s.tables.everModified.Load() || s.IsNFTablesConfigured() || r.RequiresTXTransportChecksum() || !r.isValidForOutgoing() {
+		return false
+	}
+	w, ok := n.NetworkLinkEndpoint.(FrameWriter)
+	if !ok {
+		return false
+	}
+	if q, ok := n.qDisc.(*delegatingQueueingDiscipline); !ok || q == nil {
+		return false
+	}
+	var ri RouteInfo
+	if r.resolveInto(&ri) != nil {
+		return false
+	}
+	*fr = FrameRoute{w: w, src: n.LinkAddress(), dst: ri.RemoteLinkAddress, srcIP: r.LocalAddress(), dst4: r.RemoteAddress(), mtu: int(n.MTU())}
+	return true
+}
+
+// WriteTCPFrame writes a TCP segment (tcp: its header, options included,
+// the checksum left to the link; payload: pkt's data) on the route fr
+// was prepared for, with the Ethernet and IPv4 headers WriteDirect
+// writes. It counts what WriteDirect counts. A segment larger than the
+// MTU is an error: the caller segments to the MSS.
+func (r *Route) WriteTCPFrame(fr *FrameRoute, params NetworkHeaderParams, tcp []byte, pkt *PacketBuffer, hash uint32) tcpip.Error {
+	n := r.outgoingNIC
+	s := n.stack
+	length := header.IPv4MinimumSize + len(tcp) + pkt.Data().Size()
+	if length > fr.mtu || len(tcp) > header.TCPHeaderMaximumSize {
+		return &tcpip.ErrMessageTooLong{}
+	}
+	// The headers go to the link through an interface, so they cannot
+	// live on this frame: a pooled buffer, no allocation per frame.
+	bp := frameHeaders.Get().(*[frameHeaderMax]byte)
+	defer frameHeaders.Put(bp)
+	buf := bp[:]
+	header.Ethernet(buf).Encode(&header.EthernetFields{SrcAddr: fr.src, DstAddr: fr.dst, Type: header.IPv4ProtocolNumber})
+	ip := header.IPv4(buf[header.EthernetMinimumSize:])
+	ip.Encode(&header.IPv4Fields{
+		TotalLength: uint16(length),
+		TTL:         params.TTL,
+		TOS:         params.TOS,
+		Protocol:    uint8(params.Protocol),
+		Flags:       header.IPv4FlagDontFragment,
+		SrcAddr:     fr.srcIP,
+		DstAddr:     fr.dst4,
+	})
+	ip.SetChecksum(^ip.CalculateChecksum())
+	hl := header.EthernetMinimumSize + header.IPv4MinimumSize
+	hl += copy(buf[hl:], tcp)
+	if err := fr.w.WriteFrame(buf[:hl], pkt, hash); err != nil {
+		n.stats.txPacketsDroppedNoBufferSpace.Increment()
+		s.stats.IP.OutgoingPacketErrors.Increment()
+		return err
+	}
+	n.stats.tx.packets.Increment()
+	n.stats.tx.bytes.IncrementBy(uint64(header.EthernetMinimumSize + length))
+	s.stats.IP.PacketsSent.Increment()
+	s.directWrites.Add(1)
+	return nil
+}
