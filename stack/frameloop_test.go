@@ -171,7 +171,7 @@ func BenchmarkMemFrameLoop(b *testing.B) {
 	for _, v := range []struct {
 		name            string
 		handler, noFast bool
-	}{{"net.Conn", false, false}, {"handler", true, false}, {"net.Conn/nofastpath", false, true}, {"handler/nofastpath", true, true}} {
+	}{{"net.Conn", false, false}, {"handler", true, false}, {"net.Conn-nofastpath", false, true}, {"handler-nofastpath", true, true}} {
 		b.Run(v.name, func(b *testing.B) {
 			l := newFrameLoop(b, v.handler, func(c *Config) { c.Poll = Spin; c.Trace = true; c.NoFastPath = v.noFast })
 			for i := 0; i < 1000; i++ {
