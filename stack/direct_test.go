@@ -94,3 +94,42 @@ func fmtHex(b []byte) string {
 	}
 	return string(out)
 }
+
+// TestScriptDirectWriteDeclines: the fast path's send leaves to netstack
+// what it does not take: an IPv6 connection's segments, and a write
+// larger than the MSS, which goes down as one GSO packet that the link
+// cuts. Every segment still arrives, checksummed, in order.
+func TestScriptDirectWriteDeclines(t *testing.T) {
+	t.Run("ipv6", func(t *testing.T) {
+		p := newScriptPeer(t, scriptOptions{IPv6: true})
+		c := p.Connect()
+		if _, err := c.Write(bytes.Repeat([]byte("6"), 500)); err != nil {
+			t.Fatal(err)
+		}
+		p.Expect(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: bytes.Repeat([]byte("6"), 500)})
+		if d := p.s.Stats().TCPSegmentsDirect; d != 0 {
+			t.Errorf("%d IPv6 segments went the direct way, want none", d)
+		}
+	})
+	t.Run("gso", func(t *testing.T) {
+		p := newScriptPeer(t, scriptOptions{})
+		c := p.Connect()
+		before := p.s.Stats()
+		reply := bytes.Repeat([]byte("g"), 4000)
+		if _, err := c.Write(reply); err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for got < len(reply) {
+			s, ok := p.next(scriptWait)
+			if !ok {
+				t.Fatalf("%d of %d bytes came", got, len(reply))
+			}
+			got += len(s.Payload)
+		}
+		after := p.s.Stats()
+		if sent, direct := after.TCPSegmentsSent-before.TCPSegmentsSent, after.TCPSegmentsDirect-before.TCPSegmentsDirect; sent == 0 || direct != 0 {
+			t.Errorf("a 4000-byte write: %d segments sent, %d of them direct; want the GSO packet on netstack's path", sent, direct)
+		}
+	})
+}
