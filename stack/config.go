@@ -125,11 +125,11 @@ type Config struct {
 	// established IPv4 connection goes straight to it. For comparisons.
 	NoEarlyDemux bool
 	// NoFastPath turns ustack's TCP fast path off. Today that is the
-	// send side: a segment of a plain IPv4 connection goes from TCP to
-	// the link endpoint with its IPv4 header written in one step
+	// send side: a segment of a plain IPv4 or IPv6 connection goes from
+	// TCP to the link endpoint with its IP header written in one step
 	// (netstack patch 0079), and a data segment's frame is written by
 	// the link from the TCP header and the segment's bytes, copied once
-	// (0081), not through netstack's IPv4 and NIC layers;
+	// (0081), not through netstack's IP and NIC layers;
 	// Stats.TCPSegmentsDirect counts them. For comparisons.
 	NoFastPath bool
 	// NoTxChecksum makes netstack compute TCP and UDP checksums in a pass

@@ -9,14 +9,14 @@ import (
 )
 
 // TestScriptDirectWrite: with the fast path on, every TCP segment of an
-// IPv4 connection (the handshake's, data, pure ACKs, FIN) is written by
-// the direct send (netstack patch 0079), and its IPv4 header is byte for
-// byte the one netstack's IPv4 endpoint writes; with Config.NoFastPath
+// IPv4 or IPv6 connection (the handshake's, data, pure ACKs, FIN) is written by
+// the direct send (netstack patches 0079, 0081), and its IP header is
+// byte for byte the one netstack's network endpoint writes; with Config.NoFastPath
 // none is, and the headers are the same. Both runs play one script.
 func TestScriptDirectWrite(t *testing.T) {
 	for _, v := range []struct {
-		fast, ts bool
-	}{{true, false}, {true, true}, {false, false}, {false, true}} {
+		fast, ts, v6 bool
+	}{{true, false, false}, {true, true, false}, {true, true, true}, {false, false, false}, {false, true, false}, {false, true, true}} {
 		fast := v.fast
 		name := "fast"
 		if !fast {
@@ -25,27 +25,44 @@ func TestScriptDirectWrite(t *testing.T) {
 		if v.ts {
 			name += "/timestamps"
 		}
+		if v.v6 {
+			name += "/ipv6"
+		}
 		t.Run(name, func(t *testing.T) {
-			p := newScriptPeer(t, scriptOptions{Timestamps: v.ts, Config: func(c *Config) { c.NoFastPath = !fast }})
+			p := newScriptPeer(t, scriptOptions{IPv6: v.v6, Timestamps: v.ts, Config: func(c *Config) { c.NoFastPath = !fast }})
 			var tcpFrames int
 			var bad []string
 			p.frame = func(f []byte) {
-				if header.Ethernet(f).Type() != header.IPv4ProtocolNumber {
-					return
-				}
-				ip := header.IPv4(f[header.EthernetMinimumSize:])
-				if ip.Protocol() != uint8(header.TCPProtocolNumber) {
-					return
-				}
-				tcpFrames++
-				want := make(header.IPv4, header.IPv4MinimumSize)
-				want.Encode(&header.IPv4Fields{
-					TotalLength: ip.TotalLength(), TTL: 64, Protocol: uint8(header.TCPProtocolNumber),
-					Flags: header.IPv4FlagDontFragment, SrcAddr: ip.SourceAddress(), DstAddr: ip.DestinationAddress(),
-				})
-				want.SetChecksum(^want.CalculateChecksum())
-				if !bytes.Equal(ip[:header.IPv4MinimumSize], want) {
-					bad = append(bad, "IPv4 header "+fmtHex(ip[:header.IPv4MinimumSize])+", want "+fmtHex(want))
+				switch header.Ethernet(f).Type() {
+				case header.IPv4ProtocolNumber:
+					ip := header.IPv4(f[header.EthernetMinimumSize:])
+					if ip.Protocol() != uint8(header.TCPProtocolNumber) {
+						return
+					}
+					tcpFrames++
+					want := make(header.IPv4, header.IPv4MinimumSize)
+					want.Encode(&header.IPv4Fields{
+						TotalLength: ip.TotalLength(), TTL: 64, Protocol: uint8(header.TCPProtocolNumber),
+						Flags: header.IPv4FlagDontFragment, SrcAddr: ip.SourceAddress(), DstAddr: ip.DestinationAddress(),
+					})
+					want.SetChecksum(^want.CalculateChecksum())
+					if !bytes.Equal(ip[:header.IPv4MinimumSize], want) {
+						bad = append(bad, "IPv4 header "+fmtHex(ip[:header.IPv4MinimumSize])+", want "+fmtHex(want))
+					}
+				case header.IPv6ProtocolNumber:
+					ip := header.IPv6(f[header.EthernetMinimumSize:])
+					if ip.TransportProtocol() != header.TCPProtocolNumber {
+						return
+					}
+					tcpFrames++
+					want := make(header.IPv6, header.IPv6MinimumSize)
+					want.Encode(&header.IPv6Fields{
+						PayloadLength: ip.PayloadLength(), TransportProtocol: header.TCPProtocolNumber, HopLimit: 64,
+						SrcAddr: ip.SourceAddress(), DstAddr: ip.DestinationAddress(),
+					})
+					if !bytes.Equal(ip[:header.IPv6MinimumSize], want) {
+						bad = append(bad, "IPv6 header "+fmtHex(ip[:header.IPv6MinimumSize])+", want "+fmtHex(want))
+					}
 				}
 			}
 			c := p.Connect()
@@ -96,21 +113,10 @@ func fmtHex(b []byte) string {
 }
 
 // TestScriptDirectWriteDeclines: the fast path's send leaves to netstack
-// what it does not take: an IPv6 connection's segments, and a write
-// larger than the MSS, which goes down as one GSO packet that the link
-// cuts. Every segment still arrives, checksummed, in order.
+// what it does not take: a write larger than the MSS, which goes down as
+// one GSO packet that the link cuts. Every segment still arrives,
+// checksummed, in order.
 func TestScriptDirectWriteDeclines(t *testing.T) {
-	t.Run("ipv6", func(t *testing.T) {
-		p := newScriptPeer(t, scriptOptions{IPv6: true})
-		c := p.Connect()
-		if _, err := c.Write(bytes.Repeat([]byte("6"), 500)); err != nil {
-			t.Fatal(err)
-		}
-		p.Expect(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: bytes.Repeat([]byte("6"), 500)})
-		if d := p.s.Stats().TCPSegmentsDirect; d != 0 {
-			t.Errorf("%d IPv6 segments went the direct way, want none", d)
-		}
-	})
 	t.Run("gso", func(t *testing.T) {
 		p := newScriptPeer(t, scriptOptions{})
 		c := p.Connect()

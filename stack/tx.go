@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"encoding/binary"
 	"runtime"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
@@ -75,7 +76,7 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 }
 
 // WriteFrame implements gstack.FrameWriter, the fast path's send (netstack
-// patch 0081): one frame of hdr (Ethernet, IPv4 and TCP headers) and
+// patch 0081): one frame of hdr (Ethernet, IPv4 or IPv6, and TCP headers) and
 // pkt's payload, copied once into a UMEM frame with the TCP checksum
 // computed in the copy, on the queue hash selects. It does not take
 // ownership of pkt.
@@ -124,7 +125,11 @@ func (e *endpoint) writeFrame(q *queue, hdr []byte, pkt *gstack.PacketBuffer) (b
 		off = 0
 	}
 	q.txViews = views
-	if err := q.tx.Reset(views, ethHeaderLen+header.IPv4MinimumSize, uint8(header.TCPProtocolNumber), 0); err != nil {
+	l4 := ethHeaderLen + header.IPv4MinimumSize
+	if len(hdr) > 13 && tcpip.NetworkProtocolNumber(binary.BigEndian.Uint16(hdr[12:14])) == header.IPv6ProtocolNumber {
+		l4 = ethHeaderLen + header.IPv6MinimumSize
+	}
+	if err := q.tx.Reset(views, l4, uint8(header.TCPProtocolNumber), 0); err != nil {
 		q.txOversize.Add(1)
 		return false, &tcpip.ErrMalformedHeader{}
 	}

@@ -34,36 +34,78 @@ func (s *Stack) SetDirectWrite(on bool) { s.directWrite.Store(on) }
 func (s *Stack) DirectWrites() uint64 { return s.directWrites.Load() }
 
 // WriteDirect writes pkt, whose transport header is built, as WritePacket
-// would, when the route and the packet need nothing of the IPv4 endpoint
-// but its header: the stack has direct writes on, the route is IPv4 and
-// leaves the host (not looped back), params ask for DF and no IP option,
-// the packet is one segment (GSO options stay, for the link's checksum)
-// and fits the NIC's MTU, no iptables or nftables
-// rule was ever installed, no packet socket listens on the NIC, and the
-// next hop is resolved. The header is the one the IPv4 endpoint writes
-// (ID 0, as RFC 6864 allows an atomic datagram); the packet then takes
-// the NIC's path to the link endpoint (link header, queueing discipline,
-// NIC counters). IP.PacketsSent is counted (the IPv4 endpoint's per-NIC
+// would, when the route and the packet need nothing of the network
+// endpoint but its header: the stack has direct writes on, the route is
+// IPv4 or IPv6 and leaves the host (not looped back), params ask for no
+// IP option or extension header (and, over IPv4, for DF), the packet is
+// one segment (GSO options stay, for the link's checksum) and fits the
+// NIC's MTU, no iptables or nftables rule was ever installed, no packet
+// socket listens on the NIC, and the next hop is resolved. The header is
+// the one the network endpoint writes (IPv4: ID 0, as RFC 6864 allows an
+// atomic datagram; IPv6: flow label 0); the packet then takes the NIC's
+// path to the link endpoint (link header, queueing discipline, NIC
+// counters). IP.PacketsSent is counted (the network endpoint's per-NIC
 // copy of the counters is not). It reports false, having changed
 // nothing, if any condition fails: the caller then calls WritePacket.
 func (r *Route) WriteDirect(params NetworkHeaderParams, pkt *PacketBuffer) (bool, tcpip.Error) {
 	n := r.outgoingNIC
 	s := n.stack
-	if !s.directWrite.Load() || r.NetProto() != header.IPv4ProtocolNumber || r.Loop() != PacketOut ||
-		!params.DF || params.ExperimentOptionValue != 0 || !fitsOneSegment(pkt) ||
+	hl, ok := directIP(r, params)
+	if !ok || !s.directWrite.Load() || r.Loop() != PacketOut || !fitsOneSegment(pkt) ||
 		n.deliverLinkPackets || s.tables.everModified.Load() || s.IsNFTablesConfigured() {
 		return false, nil
 	}
-	length := pkt.Size() + header.IPv4MinimumSize
-	if length > int(n.MTU()) || !r.isValidForOutgoing() {
+	if pkt.Size()+hl > int(n.MTU()) || !r.isValidForOutgoing() {
 		return false, nil
 	}
 	if r.resolveInto(&pkt.EgressRoute) != nil {
 		return false, nil
 	}
-	ip := header.IPv4(pkt.NetworkHeader().Push(header.IPv4MinimumSize))
+	size := pkt.Size()
+	putIPHeader(pkt.NetworkHeader().Push(hl), r, params, size)
+	pkt.NetworkProtocolNumber = r.NetProto()
+	if err := n.writePacket(pkt); err != nil {
+		s.stats.IP.OutgoingPacketErrors.Increment()
+		return true, err
+	}
+	s.stats.IP.PacketsSent.Increment()
+	s.directWrites.Add(1)
+	return true, nil
+}
+
+// directIP reports whether the direct paths can write the network header
+// of r's packets with params, and its size.
+func directIP(r *Route, params NetworkHeaderParams) (int, bool) {
+	if params.ExperimentOptionValue != 0 {
+		return 0, false
+	}
+	switch r.NetProto() {
+	case header.IPv4ProtocolNumber:
+		return header.IPv4MinimumSize, params.DF
+	case header.IPv6ProtocolNumber:
+		return header.IPv6MinimumSize, true
+	}
+	return 0, false
+}
+
+// putIPHeader writes into b (directIP's size) the network header the IPv4
+// or IPv6 endpoint writes on a packet of r with params whose transport
+// header and payload take size bytes.
+func putIPHeader(b []byte, r *Route, params NetworkHeaderParams, size int) {
+	if r.NetProto() == header.IPv6ProtocolNumber {
+		header.IPv6(b).Encode(&header.IPv6Fields{
+			PayloadLength:     uint16(size),
+			TransportProtocol: params.Protocol,
+			HopLimit:          params.TTL,
+			TrafficClass:      params.TOS,
+			SrcAddr:           r.LocalAddress(),
+			DstAddr:           r.RemoteAddress(),
+		})
+		return
+	}
+	ip := header.IPv4(b)
 	ip.Encode(&header.IPv4Fields{
-		TotalLength: uint16(length),
+		TotalLength: uint16(header.IPv4MinimumSize + size),
 		TTL:         params.TTL,
 		TOS:         params.TOS,
 		Protocol:    uint8(params.Protocol),
@@ -72,14 +114,6 @@ func (r *Route) WriteDirect(params NetworkHeaderParams, pkt *PacketBuffer) (bool
 		DstAddr:     r.RemoteAddress(),
 	})
 	ip.SetChecksum(^ip.CalculateChecksum())
-	pkt.NetworkProtocolNumber = header.IPv4ProtocolNumber
-	if err := n.writePacket(pkt); err != nil {
-		s.stats.IP.OutgoingPacketErrors.Increment()
-		return true, err
-	}
-	s.stats.IP.PacketsSent.Increment()
-	s.directWrites.Add(1)
-	return true, nil
 }
 
 // fitsOneSegment reports whether pkt is not GSO, or is but its payload

@@ -36,7 +36,7 @@ type FrameWriter interface {
 }
 
 // frameHeaderMax is the most header bytes WriteTCPFrame writes.
-const frameHeaderMax = header.EthernetMinimumSize + header.IPv4MinimumSize + header.TCPHeaderMaximumSize
+const frameHeaderMax = header.EthernetMinimumSize + header.IPv6MinimumSize + header.TCPHeaderMaximumSize
 
 // frameHeaders are WriteTCPFrame's header buffers.
 var frameHeaders = sync.Pool{New: func() any { return new([frameHeaderMax]byte) }}
@@ -44,10 +44,10 @@ var frameHeaders = sync.Pool{New: func() any { return new([frameHeaderMax]byte) 
 // FrameRoute is a route's next hop and link, resolved by
 // PrepareTCPFrame for WriteTCPFrame.
 type FrameRoute struct {
-	w           FrameWriter
-	src, dst    tcpip.LinkAddress
-	srcIP, dst4 tcpip.Address
-	mtu         int
+	w        FrameWriter
+	src, dst tcpip.LinkAddress
+	ipLen    int // the network header's
+	mtu      int
 }
 
 // PrepareTCPFrame reports whether a TCP segment on r can be written as a
@@ -59,8 +59,8 @@ type FrameRoute struct {
 func (r *Route) PrepareTCPFrame(params NetworkHeaderParams, fr *FrameRoute) bool {
 	n := r.outgoingNIC
 	s := n.stack
-	if !s.directWrite.Load() || r.NetProto() != header.IPv4ProtocolNumber || r.Loop() != PacketOut ||
-		!params.DF || params.ExperimentOptionValue != 0 || n.deliverLinkPackets ||
+	hl, ok := directIP(r, params)
+	if !ok || !s.directWrite.Load() || r.Loop() != PacketOut || n.deliverLinkPackets ||
 		s.tables.everModified.Load() || s.IsNFTablesConfigured() || r.RequiresTXTransportChecksum() || !r.isValidForOutgoing() {
 		return false
 	}
@@ -75,20 +75,20 @@ func (r *Route) PrepareTCPFrame(params NetworkHeaderParams, fr *FrameRoute) bool
 	if r.resolveInto(&ri) != nil {
 		return false
 	}
-	*fr = FrameRoute{w: w, src: n.LinkAddress(), dst: ri.RemoteLinkAddress, srcIP: r.LocalAddress(), dst4: r.RemoteAddress(), mtu: int(n.MTU())}
+	*fr = FrameRoute{w: w, src: n.LinkAddress(), dst: ri.RemoteLinkAddress, ipLen: hl, mtu: int(n.MTU())}
 	return true
 }
 
 // WriteTCPFrame writes a TCP segment (tcp: its header, options included,
 // the checksum left to the link; payload: pkt's data) on the route fr
-// was prepared for, with the Ethernet and IPv4 headers WriteDirect
+// was prepared for, with the Ethernet and network headers WriteDirect
 // writes. It counts what WriteDirect counts. A segment larger than the
 // MTU is an error: the caller segments to the MSS.
 func (r *Route) WriteTCPFrame(fr *FrameRoute, params NetworkHeaderParams, tcp []byte, pkt *PacketBuffer, hash uint32) tcpip.Error {
 	n := r.outgoingNIC
 	s := n.stack
-	length := header.IPv4MinimumSize + len(tcp) + pkt.Data().Size()
-	if length > fr.mtu || len(tcp) > header.TCPHeaderMaximumSize {
+	size := len(tcp) + pkt.Data().Size()
+	if fr.ipLen+size > fr.mtu || len(tcp) > header.TCPHeaderMaximumSize {
 		return &tcpip.ErrMessageTooLong{}
 	}
 	// The headers go to the link through an interface, so they cannot
@@ -96,27 +96,20 @@ func (r *Route) WriteTCPFrame(fr *FrameRoute, params NetworkHeaderParams, tcp []
 	bp := frameHeaders.Get().(*[frameHeaderMax]byte)
 	defer frameHeaders.Put(bp)
 	buf := bp[:]
-	header.Ethernet(buf).Encode(&header.EthernetFields{SrcAddr: fr.src, DstAddr: fr.dst, Type: header.IPv4ProtocolNumber})
-	ip := header.IPv4(buf[header.EthernetMinimumSize:])
-	ip.Encode(&header.IPv4Fields{
-		TotalLength: uint16(length),
-		TTL:         params.TTL,
-		TOS:         params.TOS,
-		Protocol:    uint8(params.Protocol),
-		Flags:       header.IPv4FlagDontFragment,
-		SrcAddr:     fr.srcIP,
-		DstAddr:     fr.dst4,
-	})
-	ip.SetChecksum(^ip.CalculateChecksum())
-	hl := header.EthernetMinimumSize + header.IPv4MinimumSize
+	header.Ethernet(buf).Encode(&header.EthernetFields{SrcAddr: fr.src, DstAddr: fr.dst, Type: r.NetProto()})
+	hl := header.EthernetMinimumSize
+	putIPHeader(buf[hl:hl+fr.ipLen], r, params, size)
+	hl += fr.ipLen
 	hl += copy(buf[hl:], tcp)
 	if err := fr.w.WriteFrame(buf[:hl], pkt, hash); err != nil {
-		n.stats.txPacketsDroppedNoBufferSpace.Increment()
+		if _, ok := err.(*tcpip.ErrNoBufferSpace); ok {
+			n.stats.txPacketsDroppedNoBufferSpace.Increment()
+		}
 		s.stats.IP.OutgoingPacketErrors.Increment()
 		return err
 	}
 	n.stats.tx.packets.Increment()
-	n.stats.tx.bytes.IncrementBy(uint64(header.EthernetMinimumSize + length))
+	n.stats.tx.bytes.IncrementBy(uint64(header.EthernetMinimumSize + fr.ipLen + size))
 	s.stats.IP.PacketsSent.Increment()
 	s.directWrites.Add(1)
 	return nil

@@ -24,11 +24,11 @@ import (
 )
 
 // ustack (patch 0081): the fast path's send of a data segment. Where the
-// route allows it (stack.Route.PrepareTCPFrame: a plain IPv4 route whose
+// route allows it (stack.Route.PrepareTCPFrame: a plain IPv4 or IPv6 route whose
 // link endpoint writes frames itself), a segment the sender transmits
 // (new data or a retransmission, one MSS at most) goes to the link as its
 // TCP header and the segment's own bytes: no packet is cloned, no header
-// space reserved, and the IPv4 and NIC layers are not entered; the link
+// space reserved, and the IP and NIC layers are not entered; the link
 // copies header and payload once into its frame and computes the
 // checksum in that copy. Everything the sender records of the segment is
 // recorded by its caller, as for the ordinary path; the header, options
