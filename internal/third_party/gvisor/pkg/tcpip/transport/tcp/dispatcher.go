@@ -191,6 +191,14 @@ func handleConnecting(ep *Endpoint) {
 			return
 		}
 	}
+	// ustack: a connection past the handshake needs its handshake state
+	// no more (every later use is in a connecting state or checks for
+	// nil): drop it, with its stopped SYN retransmission timer and the
+	// reference to the listener, rather than hold them for the
+	// connection's life.
+	if ep.EndpointState().connected() {
+		ep.h = nil
+	}
 	ep.mu.Unlock()
 }
 
