@@ -43,6 +43,17 @@ func TestPrivilegedDemoAgreesWithBench(t *testing.T) {
 	if len(own) < 2 {
 		placement = []string{"-shared"}
 	}
+	if perftest.RaceEnabled {
+		// The children are race-built too, and the detector slows each
+		// process by its own factor: the ratios then say nothing about
+		// the demo and the benchmark agreeing. This run checks the
+		// demo's words and figures; the plain test step checks the
+		// agreement.
+		if msgs := demoAgainstBench(t, placement, true); len(msgs) > 0 {
+			t.Logf("under the race detector, not asserted: %s", strings.Join(msgs, "; "))
+		}
+		return
+	}
 	var failures []string
 	for attempt := 1; attempt <= demoAttempts; attempt++ {
 		msgs := demoAgainstBench(t, placement, attempt == 1)
