@@ -15,6 +15,12 @@ import (
 // fit one UMEM frame then arrives as a chain, which needs the socket bound
 // with XDP_USE_SG.
 
+// pageMaxXDPMTU is the largest MTU whose frames native XDP gets in one
+// buffer with 4 KiB pages: 4096 - XDP_PACKET_HEADROOM (256) -
+// sizeof(struct skb_shared_info) (320) - ETH_HLEN (14), as veth_xdp_set
+// computes it (Linux 6.18).
+const pageMaxXDPMTU = 3506
+
 // maxMultiBufferMTU is the largest MTU ustack runs on: a 16 KiB frame,
 // four UMEM frames of 4 KiB per chain.
 const maxMultiBufferMTU = 16384 - ethHeaderLen
@@ -43,8 +49,11 @@ func New(cfg Config) (_ *Stack, err error) {
 	}
 	mtu := uint32(ifc.MTU)
 	// A frame larger than a UMEM frame (less the kernel's RX headroom)
-	// comes and goes as a chain of frames: multi-buffer AF_XDP.
-	multiBuffer := mtu > cfg.FrameSize-unix.XDP_PACKET_HEADROOM-ethHeaderLen
+	// comes and goes as a chain of frames: multi-buffer AF_XDP. So may
+	// one above 3506 bytes of MTU, which a page no longer holds beside
+	// the kernel's headroom and skb_shared_info: veth (and drivers alike)
+	// then hand XDP the rest as fragments.
+	multiBuffer := mtu > min(cfg.FrameSize-unix.XDP_PACKET_HEADROOM-ethHeaderLen, pageMaxXDPMTU)
 	if mtu > maxMultiBufferMTU {
 		return nil, fmt.Errorf("%w: %s has MTU %d, ustack takes at most %d", ErrConfig, cfg.Interface, mtu, maxMultiBufferMTU)
 	}
