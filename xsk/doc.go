@@ -23,4 +23,10 @@
 // anywhere.
 // A forwarder that transmits received frames in place drives both sides
 // from one goroutine and returns them with CompleteToFill.
+//
+// A socket opened with Config.MultiBuffer (XDP_USE_SG) receives a packet
+// larger than a frame as a chain of descriptors, each but the last with
+// OptContd, and sends one the same way; UMEM.Span gives adjacent frames
+// as one slice to write such a packet in place, and TxRoom says whether
+// the TX ring takes a whole chain.
 package xsk
