@@ -61,6 +61,9 @@ var (
 	famFaults = &family{name: "faults_total",
 		help:   "Faults injected (Config.Faults), by direction and kind; skipped counts faults drawn but not applied for want of a spare frame.",
 		labels: []string{"direction", "fault"}}
+	famDirectMisses = &family{name: "tcp_direct_misses_total",
+		help:   "TCP packets the fast path's send left to netstack's path (Config.NoFastPath), by reason: size (a GSO packet of several segments, or one past the MTU), route (loopback, IP options, firewall rules, packet sockets), unresolved (next hop not resolved yet).",
+		labels: []string{"reason"}}
 	famSteering = &family{name: "steering_packets_total",
 		help:   "Packets the XDP steering program classified, by verdict reason.",
 		labels: []string{"reason"}}
@@ -161,7 +164,10 @@ var statsExports = map[string]export{
 	"TCPSynCookiesValidated": {netstack: "TCP.ListenOverflowSynCookieRcvd"},
 	"TCPSynCookiesFailed":    {netstack: "TCP.ListenOverflowInvalidSynCookieRcvd"},
 
-	"TCPSegmentsDirect": own("tcp_segments_direct_total", "TCP segments the fast path's direct send wrote to the link (Config.NoFastPath), a part of the TCP segments sent."),
+	"TCPDirectMissSize":       {series: []series{shared(famDirectMisses, "size")}},
+	"TCPDirectMissRoute":      {series: []series{shared(famDirectMisses, "route")}},
+	"TCPDirectMissUnresolved": {series: []series{shared(famDirectMisses, "unresolved")}},
+	"TCPSegmentsDirect":       own("tcp_segments_direct_total", "TCP segments the fast path's direct send wrote to the link (Config.NoFastPath), a part of the TCP segments sent."),
 
 	"Capture.Packets": own("capture_packets_total", "Frames the packet capture (Config.Capture) recorded."),
 	"Capture.Bytes":   own("capture_bytes_total", "Bytes the packet capture wrote, record headers included."),

@@ -137,5 +137,8 @@ func TestScriptDirectWriteDeclines(t *testing.T) {
 		if sent, direct := after.TCPSegmentsSent-before.TCPSegmentsSent, after.TCPSegmentsDirect-before.TCPSegmentsDirect; sent == 0 || direct != 0 {
 			t.Errorf("a 4000-byte write: %d segments sent, %d of them direct; want the GSO packet on netstack's path", sent, direct)
 		}
+		if miss := after.TCPDirectMissSize - before.TCPDirectMissSize; miss == 0 {
+			t.Errorf("the GSO packet was not counted as a miss for its size")
+		}
 	})
 }

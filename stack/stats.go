@@ -87,9 +87,13 @@ type Stats struct {
 	// listener whose cookie did not (answered with a reset).
 	TCPSynCookiesSent, TCPSynCookiesValidated, TCPSynCookiesFailed uint64
 
-	// TCP segments of TCPSegmentsSent that the fast path's direct send
-	// wrote (Config.NoFastPath).
-	TCPSegmentsDirect uint64
+	// TCP segments of TCPSegmentsSent that the fast path's send wrote
+	// (Config.NoFastPath), and the packets it left to netstack's path, by
+	// why: size (a GSO packet of several segments, or one past the MTU),
+	// route (loopback, IP options, firewall rules, packet sockets), or a
+	// next hop not resolved yet. Zero with NoFastPath.
+	TCPSegmentsDirect                                              uint64
+	TCPDirectMissSize, TCPDirectMissRoute, TCPDirectMissUnresolved uint64
 }
 
 // Stats returns a snapshot of the stack's counters. Errors reading the
@@ -136,6 +140,7 @@ func (s *Stack) Stats() Stats {
 	st.TCPSynCookiesValidated = ns.TCP.ListenOverflowSynCookieRcvd.Value()
 	st.TCPSynCookiesFailed = ns.TCP.ListenOverflowInvalidSynCookieRcvd.Value()
 	st.TCPSegmentsDirect = s.ns.DirectWrites()
+	st.TCPDirectMissSize, st.TCPDirectMissRoute, st.TCPDirectMissUnresolved = s.ns.DirectMisses()
 	st.UDPPacketsReceived = ns.UDP.PacketsReceived.Value()
 	st.UDPPacketsSent = ns.UDP.PacketsSent.Value()
 	st.UDPChecksumErrors = ns.UDP.ChecksumErrors.Value()
@@ -182,8 +187,8 @@ func (st Stats) Summary() string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "tcp: established %d, opens %d active %d passive; segments in %d out %d (direct %d); retransmits %d (timeouts %d, fast %d); resets sent %d; checksum errors %d\n",
-		st.TCPCurrentEstablished, st.TCPActiveOpens, st.TCPPassiveOpens, st.TCPSegmentsReceived, st.TCPSegmentsSent, st.TCPSegmentsDirect,
+	fmt.Fprintf(&b, "tcp: established %d, opens %d active %d passive; segments in %d out %d (direct %d; left to netstack: size %d, route %d, unresolved %d); retransmits %d (timeouts %d, fast %d); resets sent %d; checksum errors %d\n",
+		st.TCPCurrentEstablished, st.TCPActiveOpens, st.TCPPassiveOpens, st.TCPSegmentsReceived, st.TCPSegmentsSent, st.TCPSegmentsDirect, st.TCPDirectMissSize, st.TCPDirectMissRoute, st.TCPDirectMissUnresolved,
 		st.TCPRetransmits, st.TCPTimeouts, st.TCPFastRetransmits, st.TCPResetsSent, st.TCPChecksumErrors)
 	fmt.Fprintf(&b, "udp: in %d out %d, checksum errors %d; ip: in %d out %d, malformed %d; owned ports %d\n",
 		st.UDPPacketsReceived, st.UDPPacketsSent, st.UDPChecksumErrors, st.IPPacketsReceived, st.IPPacketsSent, st.IPMalformed, st.OwnedPorts)

@@ -118,9 +118,11 @@ type Stack struct {
 	handleLocal bool
 
 	// directWrite turns Route.WriteDirect on; directWrites counts its
-	// packets (ustack, patch 0079).
+	// packets, directMisses those it left to WritePacket, by why (ustack,
+	// patch 0079).
 	directWrite  atomic.Bool
 	directWrites atomic.Uint64
+	directMisses [numMisses]atomic.Uint64
 
 	// tables are the iptables packet filtering and manipulation rules.
 	// TODO(gvisor.dev/issue/4595): S/R this field.

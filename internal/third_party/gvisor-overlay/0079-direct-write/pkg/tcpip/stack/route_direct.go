@@ -33,6 +33,24 @@ func (s *Stack) SetDirectWrite(on bool) { s.directWrite.Store(on) }
 // DirectWrites returns how many packets WriteDirect has written.
 func (s *Stack) DirectWrites() uint64 { return s.directWrites.Load() }
 
+// DirectMisses returns how many packets WriteDirect, turned on, left to
+// WritePacket, by why: size, a GSO packet of several segments or one past
+// the MTU; route, a route or a stack it does not take (loopback, IP
+// options, firewall rules ever installed, packet sockets, a protocol other
+// than IPv4 and IPv6, an invalid route); unresolved, a next hop whose link
+// address is not known yet.
+func (s *Stack) DirectMisses() (size, route, unresolved uint64) {
+	return s.directMisses[missSize].Load(), s.directMisses[missRoute].Load(), s.directMisses[missUnresolved].Load()
+}
+
+// WriteDirect's miss reasons, indexes of Stack.directMisses.
+const (
+	missSize = iota
+	missRoute
+	missUnresolved
+	numMisses
+)
+
 // WriteDirect writes pkt, whose transport header is built, as WritePacket
 // would, when the route and the packet need nothing of the network
 // endpoint but its header: the stack has direct writes on, the route is
@@ -50,15 +68,21 @@ func (s *Stack) DirectWrites() uint64 { return s.directWrites.Load() }
 func (r *Route) WriteDirect(params NetworkHeaderParams, pkt *PacketBuffer) (bool, tcpip.Error) {
 	n := r.outgoingNIC
 	s := n.stack
-	hl, ok := directIP(r, params)
-	if !ok || !s.directWrite.Load() || r.Loop() != PacketOut || !fitsOneSegment(pkt) ||
-		n.deliverLinkPackets || s.tables.everModified.Load() || s.IsNFTablesConfigured() {
+	if !s.directWrite.Load() {
 		return false, nil
 	}
-	if pkt.Size()+hl > int(n.MTU()) || !r.isValidForOutgoing() {
+	hl, ok := directIP(r, params)
+	if !ok || r.Loop() != PacketOut || n.deliverLinkPackets || s.tables.everModified.Load() ||
+		s.IsNFTablesConfigured() || !r.isValidForOutgoing() {
+		s.directMisses[missRoute].Add(1)
+		return false, nil
+	}
+	if !fitsOneSegment(pkt) || pkt.Size()+hl > int(n.MTU()) {
+		s.directMisses[missSize].Add(1)
 		return false, nil
 	}
 	if r.resolveInto(&pkt.EgressRoute) != nil {
+		s.directMisses[missUnresolved].Add(1)
 		return false, nil
 	}
 	size := pkt.Size()
