@@ -98,6 +98,9 @@ func New(inner frameio.IO, frameSize, maxFrame int) (*IO, error) {
 		i += per
 	}
 	if len(s.units) == 0 {
+		for _, a := range all {
+			inner.Free(a)
+		}
 		return nil, fmt.Errorf("sgio: %d transmit frames make no unit of %d adjacent frames", len(all), per)
 	}
 	return s, nil
