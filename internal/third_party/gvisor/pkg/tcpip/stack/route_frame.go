@@ -25,7 +25,7 @@ import (
 // endpoint that writes frames itself (FrameWriter: ustack's, which copies
 // into a UMEM frame and checksums in the copy) takes a TCP segment as its
 // headers and the segment's own bytes: no packet is cloned for it and
-// the IPv4 and NIC layers are not entered.
+// the IP and NIC layers are not entered.
 
 // FrameWriter is a link endpoint that writes a whole Ethernet frame from
 // its headers and a packet's payload, copying each once into the frame
