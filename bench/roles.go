@@ -22,12 +22,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ustack-dev/ustack/bpf"
+	"github.com/ustack-dev/ustack/internal/child"
 	"github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/internal/echohandler"
 	"github.com/ustack-dev/ustack/internal/perftest"
@@ -85,15 +85,11 @@ func serveMain(args []string) error {
 	}
 	if dir := os.Getenv("USTACK_BENCH_CPUPROFILE"); dir != "" {
 		// A lab aid: each server child profiles its whole life.
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.prof", *contender, os.Getpid())))
+		stopProfile, err := child.StartCPUProfile(filepath.Join(dir, fmt.Sprintf("%s-%d.prof", *contender, os.Getpid())))
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stopProfile()
 	}
 	stop, mode, err := startServer(*contender, *iface, *poll, uint16(*port), *upstream, *handler, *offload, *delay)
 	if err != nil {

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"bytes"
+	"encoding/hex"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func TestScriptDirectWrite(t *testing.T) {
 					})
 					want.SetChecksum(^want.CalculateChecksum())
 					if !bytes.Equal(ip[:header.IPv4MinimumSize], want) {
-						bad = append(bad, "IPv4 header "+fmtHex(ip[:header.IPv4MinimumSize])+", want "+fmtHex(want))
+						bad = append(bad, "IPv4 header "+hex.EncodeToString(ip[:header.IPv4MinimumSize])+", want "+hex.EncodeToString(want))
 					}
 				case header.IPv6ProtocolNumber:
 					ip := header.IPv6(f[header.EthernetMinimumSize:])
@@ -61,7 +62,7 @@ func TestScriptDirectWrite(t *testing.T) {
 						SrcAddr: ip.SourceAddress(), DstAddr: ip.DestinationAddress(),
 					})
 					if !bytes.Equal(ip[:header.IPv6MinimumSize], want) {
-						bad = append(bad, "IPv6 header "+fmtHex(ip[:header.IPv6MinimumSize])+", want "+fmtHex(want))
+						bad = append(bad, "IPv6 header "+hex.EncodeToString(ip[:header.IPv6MinimumSize])+", want "+hex.EncodeToString(want))
 					}
 				}
 			}
@@ -101,15 +102,6 @@ func TestScriptDirectWrite(t *testing.T) {
 			}
 		})
 	}
-}
-
-func fmtHex(b []byte) string {
-	const digits = "0123456789abcdef"
-	out := make([]byte, 0, 2*len(b))
-	for _, c := range b {
-		out = append(out, digits[c>>4], digits[c&15])
-	}
-	return string(out)
 }
 
 // TestScriptDirectWriteDeclines: the fast path's send leaves to netstack

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net"
 	"net/netip"
-	"slices"
 	"testing"
 	"time"
 
@@ -63,26 +62,8 @@ func TestMemJumboFrames(t *testing.T) {
 
 	send := func(keep ...int) {
 		t.Helper()
-		var descs []xsk.Desc
-		for i := 0; i*frameSize < len(frame); i++ {
-			addr, ok := peer.Alloc()
-			if !ok {
-				t.Fatal("the peer has no free frame")
-			}
-			part := frame[i*frameSize : min(len(frame), (i+1)*frameSize)]
-			copy(peer.Frame(addr), part)
-			d := xsk.Desc{Addr: addr, Len: uint32(len(part))}
-			if (i+1)*frameSize < len(frame) {
-				d.Options = xsk.OptContd
-			}
-			if keep == nil || slices.Contains(keep, i) {
-				descs = append(descs, d)
-			} else {
-				peer.Free(addr)
-			}
-		}
-		if peer.Enqueue(descs) != len(descs) {
-			t.Fatal("the wire's ring is full")
+		if !peer.EnqueueChain(frame, keep) {
+			t.Fatal("the wire has no room for the chain")
 		}
 		peer.Kick()
 	}

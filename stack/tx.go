@@ -113,34 +113,18 @@ func (e *endpoint) writeFrame(q *queue, hdr []byte, pkt *gstack.PacketBuffer) (b
 	q.txMu.Lock()
 	defer q.txMu.Unlock()
 	q.io.Complete()
-	views := append(q.txViews[:0], hdr)
-	pv, off := pkt.AsViewList()
-	for v := pv.Front(); v != nil; v = v.Next() {
-		b := v.AsSlice()
-		if off >= len(b) {
-			off -= len(b)
-			continue
-		}
-		views = append(views, b[off:])
-		off = 0
-	}
-	q.txViews = views
+	q.txViews = appendViews(append(q.txViews[:0], hdr), pkt)
 	l4 := ethHeaderLen + header.IPv4MinimumSize
 	if len(hdr) > 13 && tcpip.NetworkProtocolNumber(binary.BigEndian.Uint16(hdr[12:14])) == header.IPv6ProtocolNumber {
 		l4 = ethHeaderLen + header.IPv6MinimumSize
 	}
-	if err := q.tx.Reset(views, l4, uint8(header.TCPProtocolNumber), 0); err != nil {
+	if err := q.tx.Reset(q.txViews, l4, uint8(header.TCPProtocolNumber), 0); err != nil {
 		q.txOversize.Add(1)
 		return false, &tcpip.ErrMalformedHeader{}
 	}
-	addr, ok := q.io.Alloc()
+	addr, ok := q.allocFrame()
 	if !ok {
-		if q.io.Complete() == 0 {
-			return false, nil
-		}
-		if addr, ok = q.io.Alloc(); !ok {
-			return false, nil
-		}
+		return false, nil
 	}
 	n, err := q.tx.WriteSegment(q.io.Frame(addr), 0)
 	if err != nil {
@@ -188,15 +172,9 @@ func (e *endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer, seg int) tx
 			}
 			loaded = at.pkt
 		}
-		addr, ok := q.io.Alloc()
+		addr, ok := q.allocFrame()
 		if !ok {
-			// Reap what the kernel has sent and try once more.
-			if q.io.Complete() == 0 {
-				break
-			}
-			if addr, ok = q.io.Alloc(); !ok {
-				break
-			}
+			break
 		}
 		n, err := q.tx.WriteSegment(q.io.Frame(addr), at.seg)
 		if err != nil {
@@ -235,17 +213,7 @@ func (e *endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer, seg int) tx
 // checksum offload on: netstack left the field for us) and cut it
 // (a GSO packet: its MSS).
 func (e *endpoint) loadTx(q *queue, pkt *gstack.PacketBuffer) error {
-	views, off := pkt.AsViewList()
-	q.txViews = q.txViews[:0]
-	for v := views.Front(); v != nil; v = v.Next() {
-		b := v.AsSlice()
-		if off >= len(b) {
-			off -= len(b)
-			continue
-		}
-		q.txViews = append(q.txViews, b[off:])
-		off = 0
-	}
+	q.txViews = appendViews(q.txViews[:0], pkt)
 	var proto uint8
 	var l4, mss int
 	if e.txCsum {
@@ -259,4 +227,31 @@ func (e *endpoint) loadTx(q *queue, pkt *gstack.PacketBuffer) error {
 		}
 	}
 	return q.tx.Reset(q.txViews, l4, proto, mss)
+}
+
+// appendViews appends pkt's bytes, as netstack's views, to dst.
+func appendViews(dst [][]byte, pkt *gstack.PacketBuffer) [][]byte {
+	views, off := pkt.AsViewList()
+	for v := views.Front(); v != nil; v = v.Next() {
+		b := v.AsSlice()
+		if off >= len(b) {
+			off -= len(b)
+			continue
+		}
+		dst = append(dst, b[off:])
+		off = 0
+	}
+	return dst
+}
+
+// allocFrame takes a free transmit frame, reaping what the kernel has
+// sent and trying once more if none is free. Under the TX lock.
+func (q *queue) allocFrame() (uint64, bool) {
+	if addr, ok := q.io.Alloc(); ok {
+		return addr, true
+	}
+	if q.io.Complete() == 0 {
+		return 0, false
+	}
+	return q.io.Alloc()
 }

@@ -23,10 +23,10 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"time"
 
+	"github.com/ustack-dev/ustack/internal/child"
 	"github.com/ustack-dev/ustack/internal/cli"
 	"github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/internal/echohandler"
@@ -135,15 +135,11 @@ func runServer(ctx context.Context, args []string) error {
 		return errors.New("-handler needs -stack ustack and -proto tcp")
 	}
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		stopProfile, err := child.StartCPUProfile(*cpuProfile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stopProfile()
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())

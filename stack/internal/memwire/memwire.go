@@ -1,6 +1,7 @@
 package memwire
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -129,6 +130,44 @@ func (m *End) TxRoom(want int) int {
 	m.outMu.Lock()
 	defer m.outMu.Unlock()
 	return int(m.out.Free(uint32(want)))
+}
+
+// EnqueueChain puts frame on the ring to the peer as a multi-buffer chain
+// of the wire's frames (xsk.OptContd on every part but the last), for
+// tests of chains; only the parts whose indexes are in keep go (nil: all),
+// as if the others were lost. The peer sees it after a Kick. It reports
+// false, enqueueing nothing, if frames or ring slots run short.
+func (m *End) EnqueueChain(frame []byte, keep []int) bool {
+	var descs []xsk.Desc
+	fs := int(m.frameSize)
+	for i := 0; i*fs < len(frame); i++ {
+		addr, ok := m.Alloc()
+		if !ok {
+			for _, d := range descs {
+				m.Free(d.Addr)
+			}
+			return false
+		}
+		part := frame[i*fs : min(len(frame), (i+1)*fs)]
+		copy(m.Frame(addr), part)
+		if keep != nil && !slices.Contains(keep, i) {
+			m.Free(addr)
+			continue
+		}
+		d := xsk.Desc{Addr: addr, Len: uint32(len(part))}
+		if (i+1)*fs < len(frame) {
+			d.Options = xsk.OptContd
+		}
+		descs = append(descs, d)
+	}
+	if m.TxRoom(len(descs)) < len(descs) {
+		for _, d := range descs {
+			m.Free(d.Addr)
+		}
+		return false
+	}
+	m.Enqueue(descs)
+	return true
 }
 
 // Enqueue implements frameio.IO: it puts frames on the ring to the peer,

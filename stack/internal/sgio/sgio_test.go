@@ -2,7 +2,6 @@ package sgio
 
 import (
 	"bytes"
-	"slices"
 	"testing"
 
 	"github.com/ustack-dev/ustack/stack/internal/frameio"
@@ -43,27 +42,8 @@ func pattern(n int, seed byte) []byte {
 // frameSize bytes, the parts listed in keep (nil: all).
 func sendChain(t *testing.T, w *memwire.End, frame []byte, keep []int) {
 	t.Helper()
-	var descs []xsk.Desc
-	n := (len(frame) + frameSize - 1) / frameSize
-	for i := 0; i < n; i++ {
-		addr, ok := w.Alloc()
-		if !ok {
-			t.Fatal("the raw end has no free frame")
-		}
-		part := frame[i*frameSize : min(len(frame), (i+1)*frameSize)]
-		copy(w.Frame(addr), part)
-		d := xsk.Desc{Addr: addr, Len: uint32(len(part))}
-		if i < n-1 {
-			d.Options = xsk.OptContd
-		}
-		if keep == nil || slices.Contains(keep, i) {
-			descs = append(descs, d)
-		} else {
-			w.Free(addr)
-		}
-	}
-	if w.Enqueue(descs) != len(descs) {
-		t.Fatal("the wire's ring is full")
+	if !w.EnqueueChain(frame, keep) {
+		t.Fatal("the wire has no room for the chain")
 	}
 	w.Kick()
 }

@@ -71,9 +71,8 @@ func (r *Route) WriteDirect(params NetworkHeaderParams, pkt *PacketBuffer) (bool
 	if !s.directWrite.Load() {
 		return false, nil
 	}
-	hl, ok := directIP(r, params)
-	if !ok || r.Loop() != PacketOut || n.deliverLinkPackets || s.tables.everModified.Load() ||
-		s.IsNFTablesConfigured() || !r.isValidForOutgoing() {
+	hl, ok := r.directRoute(params)
+	if !ok {
 		s.directMisses[missRoute].Add(1)
 		return false, nil
 	}
@@ -97,10 +96,15 @@ func (r *Route) WriteDirect(params NetworkHeaderParams, pkt *PacketBuffer) (bool
 	return true, nil
 }
 
-// directIP reports whether the direct paths can write the network header
-// of r's packets with params, and its size.
-func directIP(r *Route, params NetworkHeaderParams) (int, bool) {
-	if params.ExperimentOptionValue != 0 {
+// directRoute reports whether the direct paths take r's packets with
+// params (the route leaves the host, no IP option or extension header, DF
+// over IPv4, no firewall rule ever installed, no packet socket, a valid
+// route), and the size of the network header they write.
+func (r *Route) directRoute(params NetworkHeaderParams) (int, bool) {
+	n := r.outgoingNIC
+	s := n.stack
+	if params.ExperimentOptionValue != 0 || r.Loop() != PacketOut || n.deliverLinkPackets ||
+		s.tables.everModified.Load() || s.IsNFTablesConfigured() || !r.isValidForOutgoing() {
 		return 0, false
 	}
 	switch r.NetProto() {
@@ -112,7 +116,7 @@ func directIP(r *Route, params NetworkHeaderParams) (int, bool) {
 	return 0, false
 }
 
-// putIPHeader writes into b (directIP's size) the network header the IPv4
+// putIPHeader writes into b (directRoute's size) the network header the IPv4
 // or IPv6 endpoint writes on a packet of r with params whose transport
 // header and payload take size bytes.
 func putIPHeader(b []byte, r *Route, params NetworkHeaderParams, size int) {

@@ -59,9 +59,11 @@ type FrameRoute struct {
 func (r *Route) PrepareTCPFrame(params NetworkHeaderParams, fr *FrameRoute) bool {
 	n := r.outgoingNIC
 	s := n.stack
-	hl, ok := directIP(r, params)
-	if !ok || !s.directWrite.Load() || r.Loop() != PacketOut || n.deliverLinkPackets ||
-		s.tables.everModified.Load() || s.IsNFTablesConfigured() || r.RequiresTXTransportChecksum() || !r.isValidForOutgoing() {
+	if !s.directWrite.Load() || r.RequiresTXTransportChecksum() {
+		return false
+	}
+	hl, ok := r.directRoute(params)
+	if !ok {
 		return false
 	}
 	w, ok := n.NetworkLinkEndpoint.(FrameWriter)
