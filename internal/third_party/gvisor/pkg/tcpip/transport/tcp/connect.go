@@ -1315,6 +1315,8 @@ func (e *Endpoint) handleReset(s *segment) (ok bool, err tcpip.Error) {
 // +checklocksexclude:e.snd.rtt.rttMutex
 func (e *Endpoint) handleSegmentsLocked() tcpip.Error {
 	sndUna := e.snd.SndUna
+	// ustack: an ACK the fast path left owed is this batch's to send.
+	e.fastAckOwed = false
 	// ustack: a batch that fills a hole is acknowledged at once.
 	hadHole := e.rcv.pendingRcvdSegments.Len() > 0
 	// ustack: the last segment's ingress time, which the delayed ACK's

@@ -405,6 +405,11 @@ const inlineRounds = 4
 func (e *Endpoint) RunDeferred() {
 	e.pendingInline.Store(false)
 	if e.segmentQueue.empty() {
+		// ustack: the ACK the fast path's segments owe (patch 0084).
+		if e.TryLock() {
+			e.finishFastLocked()
+			e.mu.Unlock()
+		}
 		return
 	}
 	// Only the states whose handlers merely try the endpoint lock run

@@ -389,6 +389,11 @@ type Endpoint struct {
 	// +checklocks:mu
 	terminateAtRestore bool
 
+	// fastAckOwed is set when the fast path's receive left an ACK owed
+	// for RunDeferred to decide on (ustack; in alignment's hole here).
+	// +checklocks:mu
+	fastAckOwed bool `state:"nosave"`
+
 	// pendingInline is set while e waits in a link endpoint's Deferrer to
 	// be processed after the receive batch (ustack).
 	pendingInline atomicbitops.Bool `state:"nosave"`

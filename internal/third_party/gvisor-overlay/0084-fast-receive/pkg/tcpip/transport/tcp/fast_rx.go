@@ -1,0 +1,296 @@
+// Copyright 2026 The ustack Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package tcp
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/buffer"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/seqnum"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
+)
+
+// ustack (patch 0084): the fast path's receive, header prediction in
+// Linux's form (tcp_rcv_established): an in-order data segment of an
+// established connection, whose only option is the timestamp and whose
+// ACK lies in [SND.UNA, SND.NXT], arriving while the connection is quiet
+// (no loss recovery, no SACK or out-of-order state, windows open, nothing
+// queued ahead of it), is processed where it is delivered: its payload
+// becomes a receive-queue segment at once, RCV.NXT advances, and the ACK
+// it carries goes to the sender's own ACK processing, as Linux's fast
+// path calls tcp_ack. It skips the segment queue, the processor hand-off,
+// the packet's clone and the generic checks a predicted segment passes
+// by construction. The ACK owed for the data is decided once per receive
+// batch, in RunDeferred (a reply the application writes later in the
+// worker's iteration still carries it when delayed ACKs are on); the
+// delayed-ACK timer is armed as its backstop. Everything else, and
+// anything while the endpoint's lock is held elsewhere, is left to the
+// ordinary path unchanged.
+
+// FastMiss says whether ReceiveFast took a segment, and if not why.
+type FastMiss uint8
+
+// ReceiveFast's verdicts.
+const (
+	// FastHit: the fast path processed the segment.
+	FastHit FastMiss = iota
+	// FastMissBusy: the endpoint's lock is held elsewhere, or segments
+	// wait in its queue ahead of this one.
+	FastMissBusy
+	// FastMissState: the connection is not simply established (or its
+	// receive side is shut).
+	FastMissState
+	// FastMissHeader: flags other than ACK and PSH, options other than
+	// the timestamp in its usual layout, or no payload.
+	FastMissHeader
+	// FastMissSequence: not the next in sequence, or it does not fit
+	// the receive window or buffer.
+	FastMissSequence
+	// FastMissAck: the ACK lies outside [SND.UNA, SND.NXT], or the
+	// timestamp fails PAWS.
+	FastMissAck
+	// FastMissRecovery: loss recovery, SACK or out-of-order state, or a
+	// zero send window.
+	FastMissRecovery
+	// NumFastMiss is the number of verdicts.
+	NumFastMiss
+)
+
+// tsOptionWord is the first word of the timestamp option in the layout
+// every stack sends it in: NOP, NOP, kind 8, length 10.
+const tsOptionWord = uint32(header.TCPOptionNOP)<<24 | uint32(header.TCPOptionNOP)<<16 | uint32(header.TCPOptionTS)<<8 | header.TCPOptionTSLength
+
+// fastAckBackstop bounds how long an owed ACK can wait when delayed ACKs
+// are off and RunDeferred cannot take the endpoint's lock.
+const fastAckBackstop = time.Millisecond
+
+// ReceiveFast offers the fast path a received TCP segment of e's: hdr is
+// its TCP header and payload, checksum verified, and netHdrLen the length
+// of the IP header before it. If v is not nil it holds the segment's
+// bytes with the payload at payloadOff, and ReceiveFast takes ownership
+// of it on FastHit; otherwise the payload is copied. d runs the batch's
+// deferred work (RunDeferred); it must not be nil.
+//
+// The segment's memory is accounted as the ordinary path accounts it,
+// headers included (they stay in that path's buffer), so that the
+// receive window advertised is the same whichever path took it.
+func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, payloadOff int, d stack.Deferrer) FastMiss {
+	off := int(hdr.DataOffset())
+	if off > len(hdr) {
+		return FastMissHeader
+	}
+	flags := hdr.Flags()
+	if flags&^header.TCPFlagPsh != header.TCPFlagAck {
+		return FastMissHeader
+	}
+	payload := hdr[off:]
+	if len(payload) == 0 {
+		// Pure ACKs stay with netstack, whose ACK batching leaves loss
+		// detection and sending to a burst's last ACK.
+		return FastMissHeader
+	}
+	var tsVal, tsEcr uint32
+	hasTS := false
+	switch off {
+	case header.TCPMinimumSize:
+	case header.TCPMinimumSize + 12:
+		if binary.BigEndian.Uint32(hdr[header.TCPMinimumSize:]) != tsOptionWord {
+			return FastMissHeader
+		}
+		hasTS = true
+		tsVal = binary.BigEndian.Uint32(hdr[header.TCPMinimumSize+4:])
+		tsEcr = binary.BigEndian.Uint32(hdr[header.TCPMinimumSize+8:])
+	default:
+		return FastMissHeader
+	}
+	if e.EndpointState() != StateEstablished {
+		return FastMissState
+	}
+	if !e.TryLock() {
+		return FastMissBusy
+	}
+	if miss := e.predictLocked(hdr, len(payload), hasTS, tsVal); miss != FastHit {
+		e.mu.Unlock()
+		return miss
+	}
+
+	s := newSegment()
+	s.id = e.TransportEndpointInfo.ID
+	s.sequenceNumber = seqnum.Value(hdr.SequenceNumber())
+	s.ackNumber = seqnum.Value(hdr.AckNumber())
+	s.flags = flags
+	s.window = seqnum.Size(hdr.WindowSize())
+	s.parsedOptions.TS = hasTS
+	s.parsedOptions.TSVal = tsVal
+	s.parsedOptions.TSEcr = tsEcr
+	s.rcvdTime = e.stack.Clock().NowMonotonic()
+	s.csumValid = true
+	var data buffer.Buffer
+	if v != nil {
+		v.TrimFront(payloadOff)
+		v.CapLength(len(payload))
+		data = buffer.MakeWithView(v)
+	} else {
+		data = buffer.MakeWithData(payload)
+	}
+	s.pkt = stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: data})
+	s.pkt.RXChecksumValidated = true
+	s.dataMemSize = s.pkt.MemSize() + netHdrLen + off
+	s.setOwner(e, recvQ)
+	e.stack.Stats().TCP.ValidSegmentsReceived.Increment()
+	e.stats.SegmentsReceived.Increment()
+
+	e.receiveFastLocked(s)
+	s.DecRef()
+	e.mu.Unlock()
+	if !e.pendingInline.Swap(true) {
+		d.Defer(e)
+	}
+	return FastHit
+}
+
+// predictLocked is header prediction: it reports why a segment of
+// payloadLen bytes with hdr's fields cannot take the fast path, or
+// FastHit.
+//
+// +checklocks:e.mu
+func (e *Endpoint) predictLocked(hdr header.TCP, payloadLen int, hasTS bool, tsVal uint32) FastMiss {
+	if e.EndpointState() != StateEstablished || e.rcv.closed {
+		return FastMissState
+	}
+	if !e.segmentQueue.empty() {
+		return FastMissBusy
+	}
+	if hasTS != e.SendTSOk {
+		return FastMissHeader
+	}
+	// PAWS (RFC 7323 §5.3), as handleSegmentLocked: a TSval more than
+	// one behind TS.Recent goes to the ordinary path, which drops it.
+	if hasTS && seqnum.Value(tsVal).Add(1).LessThan(seqnum.Value(e.recentTimestamp())) {
+		return FastMissAck
+	}
+	r := e.rcv
+	seq := seqnum.Value(hdr.SequenceNumber())
+	if seq != r.RcvNxt {
+		return FastMissSequence
+	}
+	if r.pendingRcvdSegments.Len() > 0 || e.sack.NumBlocks > 0 {
+		return FastMissRecovery
+	}
+	end := seq.Add(seqnum.Size(payloadLen))
+	if r.rightEdge().LessThan(end) {
+		return FastMissSequence
+	}
+	if e.receiveMemUsed() > int(e.ops.GetReceiveBufferSize()) {
+		return FastMissSequence
+	}
+	snd := e.snd
+	ack := seqnum.Value(hdr.AckNumber())
+	if ack.LessThan(snd.SndUna) || snd.SndNxt.LessThan(ack) {
+		return FastMissAck
+	}
+	if snd.state != tcpip.Open || snd.FastRecovery.Active || snd.zeroWindowProbing || snd.SndWnd == 0 ||
+		hdr.WindowSize() == 0 || !e.scoreboard.Empty() {
+		return FastMissRecovery
+	}
+	return FastHit
+}
+
+// receiveFastLocked processes a predicted segment: the receiver's part
+// of receiver.handleRcvdSegment for a segment that is exactly the next,
+// then the sender's ACK processing, then what handleSegmentsLocked does
+// after a batch but for the owed ACK, which RunDeferred decides.
+//
+// +checklocks:e.mu
+func (e *Endpoint) receiveFastLocked(s *segment) {
+	r := e.rcv
+	segLen := seqnum.Size(s.payloadSize())
+	r.lastRcvdAckTime = s.rcvdTime
+	e.readyToRead(s)
+	r.RcvNxt = s.sequenceNumber.Add(segLen)
+	if r.RcvAcc.LessThan(r.RcvNxt) {
+		r.RcvAcc = r.RcvNxt
+	}
+	r.updateRTT(s.rcvdTime)
+
+	sndUna := e.snd.SndUna
+	s.window <<= e.snd.SndWndScale
+	e.snd.handleRcvdSegment(s)
+	e.probeSegmentLocked()
+	if sndUna.LessThan(e.snd.SndUna) {
+		e.route.ConfirmReachable()
+	}
+	if e.rcv.RcvNxt != e.snd.MaxSentAck {
+		e.fastAckOwed = true
+		if !e.snd.delackTimer.enabled() {
+			d := e.snd.delayedAck
+			if d <= 0 {
+				d = fastAckBackstop
+			}
+			e.snd.delackTimer.enableAt(s.rcvdTime, d)
+		}
+	}
+	e.resetKeepaliveTimer(true /* receivedData */)
+}
+
+// finishFastLocked sends the ACK the fast path's segments of this batch
+// owe if it cannot wait for data of ours to carry it (ackNowLocked); the
+// delayed-ACK timer the fast path armed covers the rest.
+//
+// +checklocks:e.mu
+func (e *Endpoint) finishFastLocked() {
+	if !e.fastAckOwed {
+		return
+	}
+	e.fastAckOwed = false
+	if e.EndpointState().connected() && e.rcv.RcvNxt != e.snd.MaxSentAck && e.ackNowLocked() {
+		e.snd.sendAck()
+	}
+}
+
+// FastState is the part of a connection's state a received segment
+// changes, without times: what a test running one segment sequence with
+// the fast path on and off compares.
+type FastState struct {
+	State                                      EndpointState
+	RcvNxt, RcvAcc, SndUna, SndNxt, MaxSentAck seqnum.Value
+	SndWnd                                     seqnum.Size
+	SndCwnd, Outstanding                       int
+	RecentTS                                   uint32
+	RcvBufUsed, RcvMemUsed, PendingBufUsed     int
+	SACKBlocks                                 int
+	RcvClosed                                  bool
+}
+
+// FastState returns e's FastState, taking its lock as a user does.
+func (e *Endpoint) FastState() FastState {
+	e.LockUser()
+	defer e.UnlockUser()
+	st := FastState{State: e.EndpointState(), RecentTS: e.recentTimestamp(), RcvMemUsed: e.receiveMemUsed(), SACKBlocks: int(e.sack.NumBlocks)}
+	if r := e.rcv; r != nil {
+		st.RcvNxt, st.RcvAcc, st.PendingBufUsed = r.RcvNxt, r.RcvAcc, r.PendingBufUsed
+	}
+	if s := e.snd; s != nil {
+		st.SndUna, st.SndNxt, st.MaxSentAck, st.SndWnd = s.SndUna, s.SndNxt, s.MaxSentAck, s.SndWnd
+		st.SndCwnd, st.Outstanding = s.SndCwnd, s.Outstanding
+	}
+	e.rcvQueueMu.Lock()
+	st.RcvBufUsed, st.RcvClosed = e.RcvBufUsed, e.RcvClosed
+	e.rcvQueueMu.Unlock()
+	return st
+}
