@@ -64,6 +64,9 @@ var (
 	famDirectMisses = &family{name: "tcp_direct_misses_total",
 		help:   "TCP packets the fast path's send left to netstack's path (Config.NoFastPath), by reason: size (a GSO packet of several segments, or one past the MTU), route (loopback, IP options, firewall rules, packet sockets), unresolved (next hop not resolved yet).",
 		labels: []string{"reason"}}
+	famFastMisses = &family{name: "tcp_fast_misses_total",
+		help:   "Received TCP segments the fast path's receive (header prediction, Config.NoFastPath) left to netstack, by reason: busy (lock held elsewhere or segments queued ahead), state (not established), header (flags, options other than the timestamp, pure ACKs), sequence (not the next expected, or past the window or buffer), ack (outside [SND.UNA, SND.NXT], or PAWS), recovery (loss recovery, SACK or out-of-order state, zero window).",
+		labels: []string{"reason"}}
 	famSteering = &family{name: "steering_packets_total",
 		help:   "Packets the XDP steering program classified, by verdict reason.",
 		labels: []string{"reason"}}
@@ -167,6 +170,13 @@ var statsExports = map[string]export{
 	"TCPDirectMissSize":       {series: []series{shared(famDirectMisses, "size")}},
 	"TCPDirectMissRoute":      {series: []series{shared(famDirectMisses, "route")}},
 	"TCPDirectMissUnresolved": {series: []series{shared(famDirectMisses, "unresolved")}},
+	"TCPSegmentsFast":         own("tcp_segments_fast_total", "Received TCP segments the fast path's receive (header prediction, Config.NoFastPath) processed, a part of the TCP segments received."),
+	"TCPFastMissBusy":         {series: []series{shared(famFastMisses, "busy")}},
+	"TCPFastMissState":        {series: []series{shared(famFastMisses, "state")}},
+	"TCPFastMissHeader":       {series: []series{shared(famFastMisses, "header")}},
+	"TCPFastMissSequence":     {series: []series{shared(famFastMisses, "sequence")}},
+	"TCPFastMissAck":          {series: []series{shared(famFastMisses, "ack")}},
+	"TCPFastMissRecovery":     {series: []series{shared(famFastMisses, "recovery")}},
 	"TCPSegmentsDirect":       own("tcp_segments_direct_total", "TCP segments the fast path's direct send wrote to the link (Config.NoFastPath), a part of the TCP segments sent."),
 
 	"Capture.Packets": own("capture_packets_total", "Frames the packet capture (Config.Capture) recorded."),

@@ -121,16 +121,21 @@ type Config struct {
 	// For comparisons.
 	HandOffTCP bool
 	// NoEarlyDemux sends every received segment through netstack's NIC,
-	// IP and demuxer layers; by default a verified segment of an
-	// established IPv4 connection goes straight to it. For comparisons.
+	// IP and demuxer layers; by default a verified segment of a plain
+	// IPv4 or IPv6 connection goes straight to it. It turns the fast
+	// path's receive off too, which sits in early demux. For comparisons.
 	NoEarlyDemux bool
-	// NoFastPath turns ustack's TCP fast path off. Today that is the
-	// send side: a segment of a plain IPv4 or IPv6 connection goes from
+	// NoFastPath turns ustack's TCP fast path off. Receiving, an
+	// in-order data segment of a quiet established connection that
+	// passes header prediction is processed where early demux finds its
+	// connection, without netstack's segment queue and generic checks
+	// (netstack patch 0084; Stats.TCPSegmentsFast and TCPFastMiss*).
+	// Sending, a segment of a plain IPv4 or IPv6 connection goes from
 	// TCP to the link endpoint with its IP header written in one step
-	// (netstack patch 0079), and a data segment's frame is written by
-	// the link from the TCP header and the segment's bytes, copied once
-	// (0081), not through netstack's IP and NIC layers;
-	// Stats.TCPSegmentsDirect counts them. For comparisons.
+	// (0079), and a data segment's frame is written by the link from the
+	// TCP header and the segment's bytes, copied once (0081), not
+	// through netstack's IP and NIC layers; Stats.TCPSegmentsDirect
+	// counts them. For comparisons.
 	NoFastPath bool
 	// NoTxChecksum makes netstack compute TCP and UDP checksums in a pass
 	// of its own before the copy into the UMEM frame. By default the link

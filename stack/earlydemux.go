@@ -8,6 +8,7 @@ import (
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header/parse"
 	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 )
 
 // segmentQueuer is netstack's TCP protocol as the transport demuxer sees
@@ -16,22 +17,28 @@ type segmentQueuer interface {
 	QueuePacket(ep gstack.TransportEndpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer)
 }
 
-// earlyDemux is early demux, as Linux's tcp_v4_early_demux: a verified TCP
-// segment over plain IPv4 (no options, not a fragment) for an established
-// connection goes straight to that connection's queue, skipping netstack's
-// NIC, IPv4 and demuxer layers, which for such a segment only find the
-// same connection again. Everything else (SYNs to listeners, IPv6, ICMP,
-// options, fragments) takes netstack's path. Its counters are kept.
+// earlyDemux is early demux, as Linux's tcp_v4_early_demux and
+// tcp_v6_early_demux: a verified TCP segment over plain IPv4 (no options,
+// not a fragment) or IPv6 (no extension headers) for a connection goes
+// straight to it, skipping netstack's NIC, IP and demuxer layers, which
+// for such a segment only find the same connection again: first to the
+// fast path's receive (header prediction, netstack patch 0084), then to
+// the connection's queue. Everything else (ICMP, IP options, extension
+// headers, fragments, multicast) takes netstack's path. The IP layer's
+// counters are kept.
 type earlyDemux struct {
 	ns  *gstack.Stack
 	tcp segmentQueuer
 	// netstack's IP counters the skipped layers would have counted.
 	received, valid, delivered *tcpip.StatCounter
+	// fast offers each segment to the TCP fast path's receive first
+	// (netstack patch 0084; off with Config.NoFastPath).
+	fast bool
 }
 
-func newEarlyDemux(ns *gstack.Stack, tcp segmentQueuer) *earlyDemux {
+func newEarlyDemux(ns *gstack.Stack, tcp segmentQueuer, fast bool) *earlyDemux {
 	ip := ns.Stats().IP
-	return &earlyDemux{ns: ns, tcp: tcp, received: ip.PacketsReceived, valid: ip.ValidPacketsReceived, delivered: ip.PacketsDelivered}
+	return &earlyDemux{ns: ns, tcp: tcp, received: ip.PacketsReceived, valid: ip.ValidPacketsReceived, delivered: ip.PacketsDelivered, fast: fast}
 }
 
 // deliver queues frame to its connection and reports whether it did; the
@@ -39,32 +46,72 @@ func newEarlyDemux(ns *gstack.Stack, tcp segmentQueuer) *earlyDemux {
 // verified. If v is not nil, frame is v's bytes and deliver takes
 // ownership of v when it returns true (the frame is then not copied);
 // otherwise it copies frame.
-func (f *earlyDemux) deliver(frame []byte, v *buffer.View, deferrer gstack.Deferrer) bool {
-	if len(frame) < ethHeaderLen+header.IPv4MinimumSize+header.TCPMinimumSize ||
-		binary.BigEndian.Uint16(frame[12:14]) != uint16(header.IPv4ProtocolNumber) {
+func (f *earlyDemux) deliver(q *queue, frame []byte, v *buffer.View) bool {
+	if len(frame) < ethHeaderLen+header.IPv4MinimumSize+header.TCPMinimumSize {
 		return false
 	}
-	ip := header.IPv4(frame[ethHeaderLen:])
-	total := int(ip.TotalLength())
-	if ip[0] != 0x45 || ip.Protocol() != uint8(header.TCPProtocolNumber) || ip.More() || ip.FragmentOffset() != 0 ||
-		total < header.IPv4MinimumSize+header.TCPMinimumSize || total > len(ip) {
+	var (
+		proto    tcpip.NetworkProtocolNumber
+		ipLen    int // the IP header's
+		total    int // the IP packet's
+		src, dst tcpip.Address
+	)
+	switch binary.BigEndian.Uint16(frame[12:14]) {
+	case uint16(header.IPv4ProtocolNumber):
+		ip := header.IPv4(frame[ethHeaderLen:])
+		if ip[0] != 0x45 || ip.Protocol() != uint8(header.TCPProtocolNumber) || ip.More() || ip.FragmentOffset() != 0 {
+			return false
+		}
+		proto, ipLen, total = header.IPv4ProtocolNumber, header.IPv4MinimumSize, int(ip.TotalLength())
+		src, dst = ip.SourceAddress(), ip.DestinationAddress()
+	case uint16(header.IPv6ProtocolNumber):
+		// No extension headers: TCP right after the fixed header.
+		if len(frame) < ethHeaderLen+header.IPv6MinimumSize+header.TCPMinimumSize {
+			return false
+		}
+		ip := header.IPv6(frame[ethHeaderLen:])
+		if ip[0]>>4 != 6 || ip.NextHeader() != uint8(header.TCPProtocolNumber) {
+			return false
+		}
+		proto, ipLen, total = header.IPv6ProtocolNumber, header.IPv6MinimumSize, header.IPv6MinimumSize+int(ip.PayloadLength())
+		src, dst = ip.SourceAddress(), ip.DestinationAddress()
+		if header.IsV6MulticastAddress(dst) {
+			return false
+		}
+	default:
 		return false
 	}
-	tcp := header.TCP(ip[header.IPv4MinimumSize:total])
-	if off := int(tcp.DataOffset()); off < header.TCPMinimumSize || off > len(tcp) {
+	ip := frame[ethHeaderLen:]
+	if total < ipLen+header.TCPMinimumSize || total > len(ip) {
+		return false
+	}
+	th := header.TCP(ip[ipLen:total])
+	if off := int(th.DataOffset()); off < header.TCPMinimumSize || off > len(th) {
 		// Checked here, before v is taken: parse.TCP below then cannot
 		// fail after the caller's view has become the packet's.
 		return false
 	}
 	id := gstack.TransportEndpointID{
-		LocalPort:     tcp.DestinationPort(),
-		LocalAddress:  ip.DestinationAddress(),
-		RemotePort:    tcp.SourcePort(),
-		RemoteAddress: ip.SourceAddress(),
+		LocalPort:     th.DestinationPort(),
+		LocalAddress:  dst,
+		RemotePort:    th.SourcePort(),
+		RemoteAddress: src,
 	}
-	ep := f.ns.FindTransportEndpoint(header.IPv4ProtocolNumber, header.TCPProtocolNumber, id, nicID)
+	ep := f.ns.FindTransportEndpoint(proto, header.TCPProtocolNumber, id, nicID)
 	if ep == nil {
 		return false
+	}
+	if f.fast {
+		if tep, ok := ep.(*tcp.Endpoint); ok {
+			miss := tep.ReceiveFast(th, ipLen, v, ethHeaderLen+ipLen+int(th.DataOffset()), &q.deferred)
+			q.rxFast[miss].Add(1)
+			if miss == tcp.FastHit {
+				f.received.Increment()
+				f.valid.Increment()
+				f.delivered.Increment()
+				return true
+			}
+		}
 	}
 	var payload buffer.Buffer
 	if v != nil {
@@ -76,16 +123,16 @@ func (f *earlyDemux) deliver(frame []byte, v *buffer.View, deferrer gstack.Defer
 	}
 	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: payload})
 	defer pkt.DecRef()
-	pkt.NetworkProtocolNumber = header.IPv4ProtocolNumber
+	pkt.NetworkProtocolNumber = proto
 	pkt.TransportProtocolNumber = header.TCPProtocolNumber
-	pkt.NetworkHeader().Consume(header.IPv4MinimumSize)
+	pkt.NetworkHeader().Consume(ipLen)
 	if !parse.TCP(pkt) {
 		return false
 	}
 	pkt.NICID = nicID
 	pkt.PktType = tcpip.PacketHost
 	pkt.RXChecksumValidated = true
-	pkt.Deferrer = deferrer
+	pkt.Deferrer = &q.deferred
 	f.received.Increment()
 	f.valid.Increment()
 	f.delivered.Increment()

@@ -9,6 +9,7 @@ import (
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 	"github.com/ustack-dev/ustack/offload"
 	"github.com/ustack-dev/ustack/xsk"
 )
@@ -53,6 +54,9 @@ type queue struct {
 	// rxYields counts the worker's yields of its P after an RX batch
 	// (tests).
 	rxYields atomic.Uint64
+	// rxFast counts the TCP fast path's verdicts on the segments early
+	// demux offered it (tcp.FastHit, then the misses by reason).
+	rxFast [tcp.NumFastMiss]atomic.Uint64
 	// flags are the kick protocol's (kick.go).
 	flags workerFlags
 	trace *tracer // the endpoint's, nil unless tracing

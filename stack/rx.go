@@ -235,7 +235,7 @@ func (e *endpoint) verify(q *queue, data []byte) uint8 {
 
 // deliverFrame hands one frame to netstack (or the early demux).
 func (e *endpoint) deliverFrame(q *queue, d gstack.NetworkDispatcher, data []byte, valid bool) {
-	if e.demux != nil && valid && !e.handOff && e.demux.deliver(data, nil, &q.deferred) {
+	if e.demux != nil && valid && !e.handOff && e.demux.deliver(q, data, nil) {
 		return
 	}
 	e.dispatch(q, d, buffer.MakeWithData(data), data, valid)
@@ -292,7 +292,7 @@ func (e *endpoint) coalesce(q *queue, d gstack.NetworkDispatcher, descs []xsk.De
 	offload.Merge(v.AsSlice(), frames, segs)
 	clear(frames)
 	q.rxCoalesced.Add(uint64(len(segs) - 1))
-	if e.demux != nil && !e.handOff && e.demux.deliver(v.AsSlice(), v, &q.deferred) {
+	if e.demux != nil && !e.handOff && e.demux.deliver(q, v.AsSlice(), v) {
 		return len(segs)
 	}
 	e.dispatch(q, d, buffer.MakeWithView(v), v.AsSlice(), true)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ustack-dev/ustack/bpf"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 	"github.com/ustack-dev/ustack/stack/internal/frameio"
 	"github.com/ustack-dev/ustack/xsk"
 )
@@ -94,6 +95,21 @@ type Stats struct {
 	// next hop not resolved yet. Zero with NoFastPath.
 	TCPSegmentsDirect                                              uint64
 	TCPDirectMissSize, TCPDirectMissRoute, TCPDirectMissUnresolved uint64
+
+	// Received TCP segments the fast path's receive (header prediction,
+	// Config.NoFastPath) processed, a part of TCPSegmentsReceived, and
+	// those it left to netstack, by why: busy (the connection's lock held
+	// elsewhere, or segments queued ahead), state (not established),
+	// header (flags other than ACK and PSH, options other than the
+	// timestamp, no payload: pure ACKs are always netstack's), sequence
+	// (not the next expected, or past the window or buffer), ack (outside
+	// [SND.UNA, SND.NXT], or PAWS), recovery (loss recovery, SACK or
+	// out-of-order state, a zero window). Only segments early demux
+	// (IPv4, Config.NoEarlyDemux) found an established connection for
+	// are offered.
+	TCPSegmentsFast                                          uint64
+	TCPFastMissBusy, TCPFastMissState, TCPFastMissHeader     uint64
+	TCPFastMissSequence, TCPFastMissAck, TCPFastMissRecovery uint64
 }
 
 // Stats returns a snapshot of the stack's counters. Errors reading the
@@ -139,6 +155,15 @@ func (s *Stack) Stats() Stats {
 	st.TCPSynCookiesSent = ns.TCP.ListenOverflowSynCookieSent.Value()
 	st.TCPSynCookiesValidated = ns.TCP.ListenOverflowSynCookieRcvd.Value()
 	st.TCPSynCookiesFailed = ns.TCP.ListenOverflowInvalidSynCookieRcvd.Value()
+	var fast [tcp.NumFastMiss]uint64
+	for _, q := range s.ep.queues {
+		for i := range fast {
+			fast[i] += q.rxFast[i].Load()
+		}
+	}
+	st.TCPSegmentsFast = fast[tcp.FastHit]
+	st.TCPFastMissBusy, st.TCPFastMissState, st.TCPFastMissHeader = fast[tcp.FastMissBusy], fast[tcp.FastMissState], fast[tcp.FastMissHeader]
+	st.TCPFastMissSequence, st.TCPFastMissAck, st.TCPFastMissRecovery = fast[tcp.FastMissSequence], fast[tcp.FastMissAck], fast[tcp.FastMissRecovery]
 	st.TCPSegmentsDirect = s.ns.DirectWrites()
 	st.TCPDirectMissSize, st.TCPDirectMissRoute, st.TCPDirectMissUnresolved = s.ns.DirectMisses()
 	st.UDPPacketsReceived = ns.UDP.PacketsReceived.Value()
@@ -190,6 +215,8 @@ func (st Stats) Summary() string {
 	fmt.Fprintf(&b, "tcp: established %d, opens %d active %d passive; segments in %d out %d (direct %d; left to netstack: size %d, route %d, unresolved %d); retransmits %d (timeouts %d, fast %d); resets sent %d; checksum errors %d\n",
 		st.TCPCurrentEstablished, st.TCPActiveOpens, st.TCPPassiveOpens, st.TCPSegmentsReceived, st.TCPSegmentsSent, st.TCPSegmentsDirect, st.TCPDirectMissSize, st.TCPDirectMissRoute, st.TCPDirectMissUnresolved,
 		st.TCPRetransmits, st.TCPTimeouts, st.TCPFastRetransmits, st.TCPResetsSent, st.TCPChecksumErrors)
+	fmt.Fprintf(&b, "tcp fast path: received %d; left to netstack: busy %d, state %d, header %d, sequence %d, ack %d, recovery %d\n",
+		st.TCPSegmentsFast, st.TCPFastMissBusy, st.TCPFastMissState, st.TCPFastMissHeader, st.TCPFastMissSequence, st.TCPFastMissAck, st.TCPFastMissRecovery)
 	fmt.Fprintf(&b, "udp: in %d out %d, checksum errors %d; ip: in %d out %d, malformed %d; owned ports %d\n",
 		st.UDPPacketsReceived, st.UDPPacketsSent, st.UDPChecksumErrors, st.IPPacketsReceived, st.IPPacketsSent, st.IPMalformed, st.OwnedPorts)
 	if c := st.Capture; c != (CaptureStats{}) {
