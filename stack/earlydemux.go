@@ -97,9 +97,18 @@ func (f *earlyDemux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 		RemotePort:    th.SourcePort(),
 		RemoteAddress: src,
 	}
-	ep := f.ns.FindTransportEndpoint(proto, header.TCPProtocolNumber, id, nicID)
-	if ep == nil {
-		return false
+	var ep gstack.TransportEndpoint
+	slot := &q.flows[flowSlot(&id)]
+	if c := slot.ep; c != nil && slot.id == id && c.EndpointState() == tcp.StateEstablished {
+		ep = c
+	} else {
+		ep = f.ns.FindTransportEndpoint(proto, header.TCPProtocolNumber, id, nicID)
+		if ep == nil {
+			return false
+		}
+		if c, ok := ep.(*tcp.Endpoint); ok && c.EndpointState() == tcp.StateEstablished {
+			slot.id, slot.ep = id, c
+		}
 	}
 	if f.fast {
 		if tep, ok := ep.(*tcp.Endpoint); ok {
@@ -138,4 +147,25 @@ func (f *earlyDemux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 	f.delivered.Increment()
 	f.tcp.QueuePacket(ep, id, pkt)
 	return true
+}
+
+// flowCache remembers the established connections early demux found
+// lately, so that their next segments skip the demuxer's lookup (a read
+// lock and two hash tables): a direct-mapped table per queue, used by its
+// worker only. An entry counts only while its connection is established:
+// an established connection is the only endpoint the demuxer finds for
+// its four-tuple. Entries are overwritten, never cleared; one can keep a
+// closed connection's endpoint from the collector until then.
+type flowCache [flowCacheSize]struct {
+	id gstack.TransportEndpointID
+	ep *tcp.Endpoint
+}
+
+const flowCacheSize = 256
+
+// flowSlot is id's entry in a flowCache.
+func flowSlot(id *gstack.TransportEndpointID) int {
+	a := id.RemoteAddress.AsSlice()
+	h := uint32(id.RemotePort)*0x9e3779b1 ^ uint32(id.LocalPort)*0x85ebca6b ^ uint32(a[len(a)-1])*0xc2b2ae35
+	return int(h>>24) % flowCacheSize
 }
