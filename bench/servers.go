@@ -78,6 +78,11 @@ func startServer(contender, iface, poll string, port uint16, upstream, handler b
 		if upstream {
 			cfg.HandOffTCP, cfg.DelayedAck = true, -1
 		}
+		// A lab knob for before/after runs of the fast path in one
+		// session: the contenders' servers run with Config.NoFastPath.
+		if os.Getenv("USTACK_BENCH_NOFASTPATH") != "" {
+			cfg.NoFastPath = true
+		}
 		switch offload {
 		case "":
 		case "no-gso":
