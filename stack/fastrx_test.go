@@ -2,6 +2,7 @@ package stack
 
 import (
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 	"unsafe"
@@ -182,5 +183,41 @@ func TestScriptFastReceive(t *testing.T) {
 func TestEndpointSizeClass(t *testing.T) {
 	if n := unsafe.Sizeof(tcp.Endpoint{}); n+8 > 1536 {
 		t.Fatalf("tcp.Endpoint is %d bytes: with the allocator's header past the 1,536-byte size class", n)
+	}
+}
+
+// TestScriptFlowCacheReusedTuple: a connection reset and opened again on
+// the same four-tuple gets its segments, not the old connection's cache
+// entry in early demux (which counts only while its endpoint is
+// established).
+func TestScriptFlowCacheReusedTuple(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Config: func(c *Config) { c.DelayedAck = -1 }})
+	ln := p.listen()
+	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
+	for round, msg := range []string{"first", "second"} {
+		accepted := p.start(ln.Accept)
+		p.synced = false
+		p.Send(seg{Flags: "S", Seq: 0})
+		p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+		p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
+		c := accepted("no connection accepted")
+		p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte(msg)})
+		p.expectAck(1 + uint32(len(msg)))
+		if got := readUpTo(t, c, len(msg)); string(got) != msg {
+			t.Fatalf("round %d: read %q, want %q", round, got, msg)
+		}
+		// Reset it: ustack's endpoint closes at once, its cache
+		// entry stays behind.
+		p.Send(seg{Flags: "R", Seq: 1 + uint32(len(msg))})
+		deadline := time.Now().Add(scriptWait)
+		for p.s.Stats().TCPCurrentEstablished != 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the reset connection stayed established")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if hits := p.s.Stats().TCPSegmentsFast; hits != 2 {
+		t.Errorf("%d segments on the fast path, want the two connections' data", hits)
 	}
 }
