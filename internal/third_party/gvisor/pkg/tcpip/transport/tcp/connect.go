@@ -1031,7 +1031,14 @@ func (e *Endpoint) makeOptions(sackBlocks []header.SACKBlock) []byte {
 		// Ref: https://tools.ietf.org/html/rfc7323#section-5.4.
 		offset += header.EncodeNOP(options[offset:])
 		offset += header.EncodeNOP(options[offset:])
-		offset += header.EncodeTSOption(e.tsValNow(), e.recentTimestamp(), options[offset:])
+		// ustack: the sender's time, read once for a whole send.
+		var tsVal uint32
+		if e.snd != nil {
+			tsVal = e.tsVal(e.snd.now())
+		} else {
+			tsVal = e.tsValNow()
+		}
+		offset += header.EncodeTSOption(tsVal, e.recentTimestamp(), options[offset:])
 	}
 	if e.SACKPermitted && len(sackBlocks) > 0 {
 		offset += header.EncodeNOP(options[offset:])

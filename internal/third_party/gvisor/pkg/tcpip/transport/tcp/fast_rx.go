@@ -230,7 +230,11 @@ func (e *Endpoint) receiveFastLocked(s *segment) {
 
 	sndUna := e.snd.SndUna
 	s.window <<= e.snd.SndWndScale
+	// The segment arrived a moment ago: its time serves the ACK's
+	// bookkeeping and any data it lets the sender send.
+	e.snd.clockHint = s.rcvdTime
 	e.snd.handleRcvdSegment(s)
+	e.snd.clockHint = tcpip.MonotonicTime{}
 	e.probeSegmentLocked()
 	if sndUna.LessThan(e.snd.SndUna) {
 		e.route.ConfirmReachable()

@@ -232,7 +232,7 @@ func (s *sender) schedulePTO() {
 	s.rtt.Unlock()
 	pto <<= s.rc.probes
 
-	now := s.ep.stack.Clock().NowMonotonic()
+	now := s.now()
 	if s.resendTimer.enabled() {
 		if now.Add(pto).After(s.resendTimer.target) {
 			pto = s.resendTimer.target.Sub(now)

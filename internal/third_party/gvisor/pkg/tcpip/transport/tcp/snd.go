@@ -222,6 +222,22 @@ type sender struct {
 	// delackTimer sends the ACK owed when nothing else did within
 	// delayedAck (ustack).
 	delackTimer timer `state:"nosave"`
+
+	// clockHint, when set, is the time now() reports instead of reading
+	// the clock: one reading for a whole sendData call (ustack, as Linux
+	// reads tcp_mstamp once for tcp_write_xmit) or the ingress time of
+	// the segment the fast path is processing.
+	// +checklocks:ep.mu
+	clockHint tcpip.MonotonicTime `state:"nosave"`
+}
+
+// now is the time for s's bookkeeping: clockHint if set, else the clock's.
+// +checklocks:s.ep.mu
+func (s *sender) now() tcpip.MonotonicTime {
+	if t := s.clockHint; t != (tcpip.MonotonicTime{}) {
+		return t
+	}
+	return s.ep.stack.Clock().NowMonotonic()
 }
 
 // protectedWriteList wraps the write list, checking for invalid state when
@@ -1157,6 +1173,11 @@ func (s *sender) postXmit(dataSent bool, shouldScheduleProbe bool) {
 // +checklocks:s.ep.mu
 // +checklocksexclude:s.rtt.rttMutex
 func (s *sender) sendData() {
+	// ustack: one clock reading serves the whole call.
+	if s.clockHint == (tcpip.MonotonicTime{}) {
+		s.clockHint = s.ep.stack.Clock().NowMonotonic()
+		defer func() { s.clockHint = tcpip.MonotonicTime{} }()
+	}
 	limit := s.MaxPayloadSize
 	if s.gso {
 		limit = int(s.ep.gso.MaxSize - header.TCPTotalHeaderMaximumSize - 1)
@@ -1167,7 +1188,7 @@ func (s *sender) sendData() {
 	// "A TCP SHOULD set cwnd to no more than RW before beginning
 	// transmission if the TCP has not sent data in the interval exceeding
 	// the retrasmission timeout."
-	if !s.FastRecovery.Active && s.state != tcpip.RTORecovery && s.ep.stack.Clock().NowMonotonic().Sub(s.LastSendTime) > s.RTO {
+	if !s.FastRecovery.Active && s.state != tcpip.RTORecovery && s.now().Sub(s.LastSendTime) > s.RTO {
 		if s.SndCwnd > InitialCwnd {
 			s.SndCwnd = InitialCwnd
 		}
@@ -2034,7 +2055,7 @@ func (s *sender) sendSegment(seg *segment) tcpip.Error {
 			s.ep.stack.Stats().TCP.SlowStartRetransmits.Increment()
 		}
 	}
-	now := s.ep.stack.Clock().NowMonotonic()
+	now := s.now()
 	if s.bbr != nil {
 		s.rateSent(seg, now)
 	}
