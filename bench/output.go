@@ -182,7 +182,7 @@ func (r *report) printTables(w io.Writer) {
 		}
 		fmt.Fprintf(w, "\n%s server, 64-byte %s: latency breakdown (µs from the request leaving the RX ring)\n", n, what)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "stage	requests	p50	p90	p99	")
+		fmt.Fprintln(tw, "stage	sampled	p50	p90	p99	")
 		for _, s := range x.Breakdown {
 			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t\n", s.Stage, s.Count, s.P50, s.P90, s.P99)
 		}

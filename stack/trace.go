@@ -71,8 +71,11 @@ type tracer struct {
 	hist [numStages]latencyHist
 }
 
-// traceSample is one in how many RX batches the tracer samples.
-const traceSample = 8
+// TraceSample is one in how many RX batches Config.Trace samples: the
+// latency breakdown counts about one request in TraceSample.
+const TraceSample = 8
+
+const traceSample = TraceSample
 
 func newTracer() *tracer { return &tracer{start: time.Now()} }
 

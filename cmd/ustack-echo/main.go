@@ -379,7 +379,7 @@ func printStats(s *stack.Stack) {
 // printTrace prints the latency breakdown as a table.
 func printTrace(w io.Writer, t *stack.TraceStats) {
 	fmt.Fprintf(w, "latency breakdown (from the request's frame leaving the RX ring):\n")
-	fmt.Fprintf(w, "  %-13s %9s %9s %9s %9s\n", "stage", "requests", "p50", "p90", "p99")
+	fmt.Fprintf(w, "  %-13s %9s %9s %9s %9s\n", "stage", "sampled", "p50", "p90", "p99")
 	for _, s := range t.Stages {
 		fmt.Fprintf(w, "  %-13v %9d %9s %9s %9s\n", s.Stage, s.Count, us(int64(s.P50)), us(int64(s.P90)), us(int64(s.P99)))
 	}
