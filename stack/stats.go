@@ -105,8 +105,8 @@ type Stats struct {
 	// (not the next expected, or past the window or buffer), ack (outside
 	// [SND.UNA, SND.NXT], or PAWS), recovery (loss recovery, SACK or
 	// out-of-order state, a zero window). Only segments early demux
-	// (IPv4, Config.NoEarlyDemux) found an established connection for
-	// are offered.
+	// (plain IPv4 and IPv6, Config.NoEarlyDemux) found an established
+	// connection for are offered.
 	TCPSegmentsFast                                          uint64
 	TCPFastMissBusy, TCPFastMissState, TCPFastMissHeader     uint64
 	TCPFastMissSequence, TCPFastMissAck, TCPFastMissRecovery uint64

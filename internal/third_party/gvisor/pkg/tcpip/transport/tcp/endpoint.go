@@ -742,6 +742,12 @@ func (e *Endpoint) LockUser() {
 // +checklocksexclude:e.segmentQueue.mu
 // +checklocksexclude:e.pendingProcessingMu
 func (e *Endpoint) UnlockUser() {
+	// ustack: an ACK the fast path's receive left owed for RunDeferred,
+	// which could not take the lock this goroutine held (patch 0084).
+	if e.fastAckOwed {
+		e.finishFastLocked()
+	}
+
 	// Lock segment queue before checking so that we avoid a race where
 	// segments can be queued between the time we check if queue is empty
 	// and actually unlock the endpoint mutex.
