@@ -3,6 +3,7 @@ package stack
 import (
 	"net"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -219,5 +220,58 @@ func TestScriptFlowCacheReusedTuple(t *testing.T) {
 	}
 	if hits := p.s.Stats().TCPSegmentsFast; hits != 2 {
 		t.Errorf("%d segments on the fast path, want the two connections' data", hits)
+	}
+}
+
+// TestScriptFastReceiveOwedAckAfterUserLock: when the application holds
+// the connection's lock as the worker ends its batch (so RunDeferred
+// cannot decide the ACK the fast path left owed), the application's
+// unlock sends it at once if it must go at once: here more than one
+// full segment is unacknowledged, with a 400 ms delayed-ACK timeout that
+// would otherwise hold it.
+func TestScriptFastReceiveOwedAckAfterUserLock(t *testing.T) {
+	// No GRO: the batch's segments reach TCP one by one, as from a
+	// peer that does not send them back to back.
+	p := newScriptPeer(t, scriptOptions{Config: func(c *Config) { c.DelayedAck = 400 * time.Millisecond; c.NoGRO = true }})
+	c := p.Connect()
+	ep := c.(*tcpConn).ep
+	locked := make(chan struct{})
+	var once sync.Once
+	var unlock sync.Once
+	hook := func() {
+		// On the worker, after a full batch was delivered and before
+		// RunDeferred: take the lock as an application does.
+		once.Do(func() {
+			ep.LockUser()
+			t.Cleanup(func() { unlock.Do(ep.UnlockUser) })
+			close(locked)
+		})
+	}
+	p.s.ep.betweenRxBatches.Store(&hook)
+	defer p.s.ep.betweenRxBatches.Store(nil)
+	// A full batch, inside ustack's initial window.
+	const n, size = batchSize, 400
+	segs := make([]seg, n)
+	for i := range segs {
+		segs[i] = seg{Flags: "A", Seq: 1 + uint32(i*size), Ack: 1, Payload: make([]byte, size)}
+	}
+	p.SendBatch(segs...)
+	select {
+	case <-locked:
+	case <-time.After(scriptWait):
+		t.Fatal("the worker took no full batch")
+	}
+	if hits := p.s.Stats().TCPSegmentsFast; hits != n {
+		t.Fatalf("%d of %d segments took the fast path", hits, n)
+	}
+	// Let the worker run RunDeferred against the held lock.
+	time.Sleep(20 * time.Millisecond)
+	unlock.Do(ep.UnlockUser)
+	s, ok := p.next(100 * time.Millisecond)
+	if !ok {
+		t.Fatal("no ACK within 100 ms of the unlock: it waited for the delayed-ACK timer")
+	}
+	if s.Flags != "A" || s.Ack != 1+n*size {
+		t.Fatalf("got %v, want the ACK of all %d bytes", s, n*size)
 	}
 }
