@@ -197,7 +197,7 @@ func TestMemInlineProcessing(t *testing.T) {
 
 // TestMemTrace: with Config.Trace, a ping-pong records every stage of
 // each sampled request once, in path order; about one request in
-// traceSample is sampled.
+// TraceSample is sampled.
 func TestMemTrace(t *testing.T) {
 	mp := newMemPairWith(t, Spin, func(c *Config) { c.Trace = true })
 	if mp.a.Stats().Trace != nil {
@@ -226,8 +226,8 @@ func TestMemTrace(t *testing.T) {
 	var prev time.Duration
 	sampled := tr.Stages[0].Count
 	// Each request is one RX batch at least (more if an ACK comes alone).
-	if most := uint64(rounds-50)/traceSample + 1; sampled < most/3 || sampled > most {
-		t.Errorf("%d requests sampled of %d, want about one in %d", sampled, rounds-50, traceSample)
+	if most := uint64(rounds-50)/TraceSample + 1; sampled < most/3 || sampled > most {
+		t.Errorf("%d requests sampled of %d, want about one in %d", sampled, rounds-50, TraceSample)
 	}
 	for _, s := range tr.Stages {
 		t.Logf("%-13v n=%d p50 %v p90 %v p99 %v", s.Stage, s.Count, s.P50, s.P90, s.P99)

@@ -99,27 +99,25 @@ func (f *earlyDemux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 	}
 	var ep gstack.TransportEndpoint
 	slot := &q.flows[flowSlot(&id)]
-	if c := slot.ep; c != nil && slot.id == id && c.EndpointState() == tcp.StateEstablished {
-		ep = c
+	tep := slot.ep
+	if tep != nil && slot.id == id && tep.EndpointState() == tcp.StateEstablished {
+		ep = tep
 	} else {
 		ep = f.ns.FindTransportEndpoint(proto, header.TCPProtocolNumber, id, nicID)
 		if ep == nil {
 			return false
 		}
-		if c, ok := ep.(*tcp.Endpoint); ok && c.EndpointState() == tcp.StateEstablished {
-			slot.id, slot.ep = id, c
+		tep, _ = ep.(*tcp.Endpoint)
+		if tep != nil && tep.EndpointState() == tcp.StateEstablished {
+			slot.id, slot.ep = id, tep
 		}
 	}
-	if f.fast {
-		if tep, ok := ep.(*tcp.Endpoint); ok {
-			miss := tep.ReceiveFast(th, ipLen, v, ethHeaderLen+ipLen+int(th.DataOffset()), &q.deferred)
-			q.rxFast[miss].Add(1)
-			if miss == tcp.FastHit {
-				f.received.Increment()
-				f.valid.Increment()
-				f.delivered.Increment()
-				return true
-			}
+	if f.fast && tep != nil {
+		miss := tep.ReceiveFast(th, ipLen, v, ethHeaderLen+ipLen+int(th.DataOffset()), &q.deferred)
+		q.rxFast[miss].Add(1)
+		if miss == tcp.FastHit {
+			f.count()
+			return true
 		}
 	}
 	var payload buffer.Buffer
@@ -142,11 +140,16 @@ func (f *earlyDemux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 	pkt.PktType = tcpip.PacketHost
 	pkt.RXChecksumValidated = true
 	pkt.Deferrer = &q.deferred
+	f.count()
+	f.tcp.QueuePacket(ep, id, pkt)
+	return true
+}
+
+// count counts a delivered packet as the skipped IP layer would have.
+func (f *earlyDemux) count() {
 	f.received.Increment()
 	f.valid.Increment()
 	f.delivered.Increment()
-	f.tcp.QueuePacket(ep, id, pkt)
-	return true
 }
 
 // flowCache remembers the established connections early demux found

@@ -44,6 +44,12 @@ func (p *scriptPeer) expectAck(ack uint32) {
 // it checks the peer's view (ACKs, SACK blocks, what is dropped), the
 // bytes the application reads, and the counters.
 func TestScriptFastReceive(t *testing.T) {
+	// inOrder sends the next bytes in sequence: the fast path's case.
+	inOrder := func(p *scriptPeer, c net.Conn) string {
+		p.Send(seg{Flags: "PA", Seq: 6, Ack: 1, Payload: []byte(" world")})
+		p.expectAck(12)
+		return "hello world"
+	}
 	for _, tc := range []struct {
 		name   string
 		ts, v6 bool
@@ -53,21 +59,9 @@ func TestScriptFastReceive(t *testing.T) {
 		// read after it, "hello" included.
 		run func(p *scriptPeer, c net.Conn) string
 	}{
-		{"in-order", false, false, tcp.FastHit, func(p *scriptPeer, c net.Conn) string {
-			p.Send(seg{Flags: "PA", Seq: 6, Ack: 1, Payload: []byte(" world")})
-			p.expectAck(12)
-			return "hello world"
-		}},
-		{"in-order/timestamps", true, false, tcp.FastHit, func(p *scriptPeer, c net.Conn) string {
-			p.Send(seg{Flags: "PA", Seq: 6, Ack: 1, Payload: []byte(" world")})
-			p.expectAck(12)
-			return "hello world"
-		}},
-		{"in-order/ipv6", true, true, tcp.FastHit, func(p *scriptPeer, c net.Conn) string {
-			p.Send(seg{Flags: "PA", Seq: 6, Ack: 1, Payload: []byte(" world")})
-			p.expectAck(12)
-			return "hello world"
-		}},
+		{"in-order", false, false, tcp.FastHit, inOrder},
+		{"in-order/timestamps", true, false, tcp.FastHit, inOrder},
+		{"in-order/ipv6", true, true, tcp.FastHit, inOrder},
 		{"acknowledges-reply", true, false, tcp.FastHit, func(p *scriptPeer, c net.Conn) string {
 			if _, err := c.Write([]byte("resp")); err != nil {
 				t.Fatal(err)

@@ -56,9 +56,9 @@ type TraceStats struct {
 // use and take no lock; a nil *tracer records nothing (tracing off costs a
 // nil check).
 //
-// It samples: only one RX batch in traceSample can start a request, so
+// It samples: only one RX batch in TraceSample can start a request, so
 // that the clock reads (seven a request, some tens of nanoseconds each
-// in a VM) burden one request in traceSample; the others cost an atomic
+// in a VM) burden one request in TraceSample; the others cost an atomic
 // add and a few loads.
 type tracer struct {
 	start time.Time
@@ -75,15 +75,13 @@ type tracer struct {
 // latency breakdown counts about one request in TraceSample.
 const TraceSample = 8
 
-const traceSample = TraceSample
-
 func newTracer() *tracer { return &tracer{start: time.Now()} }
 
 func (t *tracer) now() int64 { return int64(time.Since(t.start)) + 1 }
 
 // rx and processed are called by the worker around an RX batch.
 func (t *tracer) rx() {
-	if t.batches.Add(1)%traceSample != 0 || t.reqAt.Load() != 0 {
+	if t.batches.Add(1)%TraceSample != 0 || t.reqAt.Load() != 0 {
 		t.lastRx.Store(0)
 		return
 	}
