@@ -117,9 +117,12 @@ type Stats struct {
 func (s *Stack) Stats() Stats {
 	var st Stats
 	for i, q := range s.ep.queues {
+		// Frames before packets: a write counts its frames first, so a
+		// write under way never shows more frames than packets.
+		txFrames := q.txFrames.Load()
 		qs := QueueStats{
 			Queue:     i,
-			RxPackets: q.rxPackets.Load(), TxPackets: q.txPackets.Load(), TxFrames: q.txFrames.Load(),
+			RxPackets: q.rxPackets.Load(), TxPackets: q.txPackets.Load(), TxFrames: txFrames,
 			TxNoFrame: q.txNoFrame.Load(), TxOversize: q.txOversize.Load(), RxRunt: q.rxRunt.Load(),
 			RxBadChecksum: q.rxBadChecksum.Load(), RxInline: q.rxInline.Load(), RxPartialChecksum: q.rxPartialChecksum.Load(), RxCoalesced: q.rxCoalesced.Load(),
 		}
