@@ -141,6 +141,12 @@ type listenContext struct {
 	// +checklocks:hasherMu
 	hasher hash.Hash
 
+	// sum is the hasher's output (ustack: reused, not allocated per
+	// cookie).
+	//
+	// +checklocks:hasherMu
+	sum [sha1.Size]byte
+
 	// v6Only is true if listenEP is a dual stack socket and has the
 	// IPV6_V6ONLY option set.
 	v6Only bool
@@ -201,10 +207,10 @@ func (l *listenContext) cookieHash(id stack.TransportEndpointID, ts uint32, nonc
 	l.hasher.Write(id.RemoteAddress.AsSlice())
 
 	// Finalize the calculation of the hash and return the first 4 bytes.
-	h := l.hasher.Sum(nil)
+	h := binary.BigEndian.Uint32(l.hasher.Sum(l.sum[:0]))
 	l.hasherMu.Unlock()
 
-	return binary.BigEndian.Uint32(h[:])
+	return h
 }
 
 // createCookie creates a SYN cookie for the given id and incoming sequence

@@ -1,0 +1,196 @@
+// Copyright 2026 The ustack Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package tcp
+
+import (
+	"math"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/seqnum"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
+)
+
+// ustack (patch 0086): a SYN answered where it is delivered. When a
+// listener answers a SYN with a SYN cookie it keeps nothing of it: the
+// SYN-ACK is a function of the SYN, the listener's settings and the
+// cookie's secret. AnswerSyn computes exactly the SYN-ACK handleListenSegment
+// sends in that case (same cookie, options, window, TTL and TOS, same
+// counters) and writes its TCP header into the caller's buffer, so that
+// the caller (ustack's worker) builds the frame itself: no segment, no
+// queueing to the listener, no route, no packet buffer. The ACK that
+// completes the handshake takes the ordinary path, where the cookie is
+// validated and the connection created, as before. Anything else (cookies
+// not in use, a listener busy or closing, IP settings the frame cannot
+// carry) is left to the ordinary path.
+
+// SynVerdict says what AnswerSyn did with a SYN.
+type SynVerdict uint8
+
+// AnswerSyn's verdicts.
+const (
+	// SynAnswered: the SYN-ACK's TCP header is in the caller's buffer.
+	SynAnswered SynVerdict = iota
+	// SynDropped: the listener's accept queue is full; the ordinary
+	// path drops such a SYN too, and it has been counted as it counts
+	// it. The caller drops the SYN.
+	SynDropped
+	// SynMissBusy: the listener's lock is held elsewhere.
+	SynMissBusy
+	// SynMissState: not a listener, or one that is shutting down.
+	SynMissState
+	// SynMissCookie: the listener would not answer with a cookie (the
+	// "auto" setting with half-open connections to spare).
+	SynMissCookie
+	// SynMissIP: IP settings the caller's frame cannot carry (no DF
+	// over IPv4, an experiment option), or no network endpoint.
+	SynMissIP
+	// NumSynVerdicts is the number of verdicts.
+	NumSynVerdicts
+)
+
+// SynAck describes the SYN-ACK AnswerSyn wrote.
+type SynAck struct {
+	// Len is the length of the TCP header written, options included.
+	Len int
+	// TTL and TOS are the IP header's (hop limit and traffic class
+	// over IPv6).
+	TTL, TOS uint8
+}
+
+// AnswerSyn offers listener e a SYN: syn is its TCP header, checksum
+// verified, with SYN its only flag among SYN, ACK, RST and FIN (the
+// caller checks), id its endpoint ID (local = its destination) and nicID
+// the NIC it came in on. On SynAnswered the SYN-ACK's TCP header, with a
+// zero checksum for the caller to compute, is in out (at least
+// header.TCPHeaderMaximumSize bytes), and the IP header it needs is
+// described by the SynAck: DF set over IPv4, no IP options.
+func (e *Endpoint) AnswerSyn(id stack.TransportEndpointID, nicID tcpip.NICID, syn header.TCP, out []byte) (SynAck, SynVerdict) {
+	if e.EndpointState() != StateListen {
+		return SynAck{}, SynMissState
+	}
+	if !e.TryLock() {
+		return SynAck{}, SynMissBusy
+	}
+	defer e.mu.Unlock()
+	e.rcvQueueMu.Lock()
+	rcvClosed := e.RcvClosed
+	e.rcvQueueMu.Unlock()
+	ctx := e.listenCtx
+	if e.EndpointState() != StateListen || rcvClosed || ctx == nil {
+		return SynAck{}, SynMissState
+	}
+	netProto := header.IPv4ProtocolNumber
+	ttl := e.ipv4TTL
+	if id.LocalAddress.BitLen() == header.IPv6AddressSizeBits {
+		netProto = header.IPv6ProtocolNumber
+		ttl = uint8(e.ipv6HopLimit)
+		if e.ipv6HopLimit == tcpip.UseDefaultIPv6HopLimit {
+			ttl = 0
+		}
+	} else if ttl == tcpip.UseDefaultIPv4TTL {
+		ttl = 0
+	}
+	df := e.pmtud == tcpip.PMTUDiscoveryWant || e.pmtud == tcpip.PMTUDiscoveryDo || e.pmtud == tcpip.PMTUDiscoveryProbe
+	if (netProto == header.IPv4ProtocolNumber && !df) || e.ops.GetExperimentOptionValue() != 0 {
+		return SynAck{}, SynMissIP
+	}
+	ne, err := e.stack.GetNetworkEndpoint(nicID, netProto)
+	if err != nil {
+		return SynAck{}, SynMissIP
+	}
+	if ttl == 0 {
+		ttl = ne.DefaultTTL()
+	}
+
+	full := e.acceptQueueIsFull()
+	if !full {
+		var always tcpip.TCPAlwaysUseSynCookies
+		if err := e.stack.TransportProtocolOption(header.TCPProtocolNumber, &always); err != nil || !bool(always) {
+			e.acceptMu.Lock()
+			pressure := len(e.acceptQueue.pendingEndpoints) == e.acceptQueue.capacity-1
+			e.acceptMu.Unlock()
+			if !pressure {
+				return SynAck{}, SynMissCookie
+			}
+		}
+	}
+	// The segment is the listener's from here: counted as the
+	// dispatcher counts a segment it queues, and, if the accept queue
+	// is full, dropped as handleListenSegment drops it.
+	e.stack.Stats().TCP.ValidSegmentsReceived.Increment()
+	e.stats.SegmentsReceived.Increment()
+	if full {
+		e.stack.Stats().TCP.ListenOverflowSynDrop.Increment()
+		e.stats.ReceiveErrors.ListenOverflowSynDrop.Increment()
+		e.stack.Stats().DroppedPackets.Increment()
+		return SynAck{}, SynDropped
+	}
+
+	// handleListenSegment's cookie answer, from here on.
+	opts := header.ParseSynOptions(syn.Options(), false)
+	userMSS := e.userMSS
+	maxMSS := uint16(ne.MTU() - header.TCPMinimumSize)
+	mss := maxMSS
+	if userMSS != 0 && userMSS < maxMSS {
+		mss = userMSS
+	}
+	synOpts := header.TCPSynOptions{
+		WS:    -1,
+		TS:    opts.TS,
+		TSEcr: opts.TSVal,
+		MSS:   mss,
+	}
+	if opts.TS {
+		offset := e.protocol.tsOffset(id.LocalAddress, id.RemoteAddress)
+		now := e.stack.Clock().NowMonotonic()
+		tsOpts := uint32(cookieTSWSMask)
+		if opts.WS >= 0 {
+			synOpts.WS = e.rcvWndScaleForHandshake()
+			tsOpts = uint32(opts.WS)
+		}
+		var sackEnabled tcpip.TCPSACKEnabled
+		if err := e.stack.TransportProtocolOption(ProtocolNumber, &sackEnabled); err == nil && bool(sackEnabled) && opts.SACKPermitted {
+			synOpts.SACKPermitted = true
+			tsOpts |= cookieTSSACK
+		}
+		synOpts.TSVal = cookieTSVal(offset.TSVal(now), tsOpts)
+	}
+	seq := seqnum.Value(syn.SequenceNumber())
+	cookie := ctx.createCookie(id, seq, encodeMSS(opts.MSS))
+	wnd := ctx.rcvWnd
+	if wnd > math.MaxUint16 {
+		wnd = math.MaxUint16
+	}
+	options := makeSynOptions(synOpts)
+	n := header.TCPMinimumSize + len(options)
+	header.TCP(out).Encode(&header.TCPFields{
+		SrcPort:    id.LocalPort,
+		DstPort:    id.RemotePort,
+		SeqNum:     uint32(cookie),
+		AckNum:     uint32(seq + 1),
+		DataOffset: uint8(n),
+		Flags:      header.TCPFlagSyn | header.TCPFlagAck,
+		WindowSize: uint16(wnd),
+	})
+	copy(out[header.TCPMinimumSize:n], options)
+	putOptions(options)
+
+	// Counted as sendSynTCP, sendTCP and the cookie answer count it.
+	e.stats.SegmentsSent.Increment()
+	e.stack.Stats().TCP.SegmentsSent.Increment()
+	e.stack.Stats().TCP.ListenOverflowSynCookieSent.Increment()
+	return SynAck{Len: n, TTL: ttl, TOS: e.sendTOS}, SynAnswered
+}
