@@ -67,6 +67,9 @@ var (
 	famFastMisses = &family{name: "tcp_fast_misses_total",
 		help:   "Received TCP segments the fast path's receive (header prediction, Config.NoFastPath) left to netstack, by reason: busy (lock held elsewhere or segments queued ahead), state (not established), header (flags, options other than the timestamp, pure ACKs), sequence (not the next expected, or past the window or buffer), ack (outside [SND.UNA, SND.NXT], or PAWS), recovery (loss recovery, SACK or out-of-order state, zero window).",
 		labels: []string{"reason"}}
+	famSynMisses = &family{name: "tcp_syn_misses_total",
+		help:   "SYNs to a listener the worker left to netstack's listener (Config.NoFastPath), by reason: cookie (SynCookies auto with half-open connections to spare), busy (listener locked elsewhere, no TX frame), route (peer off ustack's on-link prefixes), other (listener shutting down, IP settings).",
+		labels: []string{"reason"}}
 	famSteering = &family{name: "steering_packets_total",
 		help:   "Packets the XDP steering program classified, by verdict reason.",
 		labels: []string{"reason"}}
@@ -166,6 +169,12 @@ var statsExports = map[string]export{
 	"TCPSynCookiesSent":      {netstack: "TCP.ListenOverflowSynCookieSent"},
 	"TCPSynCookiesValidated": {netstack: "TCP.ListenOverflowSynCookieRcvd"},
 	"TCPSynCookiesFailed":    {netstack: "TCP.ListenOverflowInvalidSynCookieRcvd"},
+	"TCPSynsOnWorker":        own("tcp_syns_worker_total", "SYNs the worker answered itself with a SYN cookie's SYN-ACK (Config.NoFastPath), a part of the SYN cookies sent."),
+	"TCPSynsDroppedOnWorker": own("tcp_syns_worker_dropped_total", "SYNs the worker dropped because the listener's accept queue was full, as the listener drops them."),
+	"TCPSynMissCookie":       {series: []series{shared(famSynMisses, "cookie")}},
+	"TCPSynMissBusy":         {series: []series{shared(famSynMisses, "busy")}},
+	"TCPSynMissRoute":        {series: []series{shared(famSynMisses, "route")}},
+	"TCPSynMissOther":        {series: []series{shared(famSynMisses, "other")}},
 
 	"TCPDirectMissSize":       {series: []series{shared(famDirectMisses, "size")}},
 	"TCPDirectMissRoute":      {series: []series{shared(famDirectMisses, "route")}},

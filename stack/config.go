@@ -135,7 +135,9 @@ type Config struct {
 	// (0079), and a data segment's frame is written by the link from the
 	// TCP header and the segment's bytes, copied once (0081), not
 	// through netstack's IP and NIC layers; Stats.TCPSegmentsDirect
-	// counts them. For comparisons.
+	// counts them. A listener's SYN that it answers with a SYN cookie is
+	// answered by the worker from the frame (0086; Stats.TCPSynsOnWorker).
+	// For comparisons.
 	NoFastPath bool
 	// NoTxChecksum makes netstack compute TCP and UDP checksums in a pass
 	// of its own before the copy into the UMEM frame. By default the link
@@ -206,6 +208,11 @@ type Config struct {
 	// against 104-120 with "auto" (both ends in process, AMD EPYC,
 	// BenchmarkMemConnectSynCookies), with 17 more allocations.
 	// Stats.TCPSynCookiesSent and the two after it count what they do.
+	// A SYN answered with a cookie is answered by the worker itself,
+	// from its frame (netstack patch 0086, unless NoFastPath;
+	// Stats.TCPSynsOnWorker): under a flood "always" keeps the fill ring
+	// from overflowing where "auto" first makes 4,095 half-open
+	// connections (docs/known-issues.md).
 	SynCookies string
 	// Trace records a latency breakdown of request/response traffic: the
 	// time from a request's frame leaving the RX ring to netstack being

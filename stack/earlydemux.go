@@ -2,6 +2,8 @@ package stack
 
 import (
 	"encoding/binary"
+	"net/netip"
+	"sync/atomic"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/buffer"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
@@ -31,14 +33,26 @@ type earlyDemux struct {
 	tcp segmentQueuer
 	// netstack's IP counters the skipped layers would have counted.
 	received, valid, delivered *tcpip.StatCounter
+	// sent is netstack's IP counter of packets sent, which the SYN-ACKs
+	// the worker writes count in.
+	sent *tcpip.StatCounter
 	// fast offers each segment to the TCP fast path's receive first
-	// (netstack patch 0084; off with Config.NoFastPath).
+	// (netstack patch 0084), and a listener's SYNs to answerSyn (0086);
+	// off with Config.NoFastPath.
 	fast bool
+	// mac and prefixes are ustack's MAC and on-link prefixes, for the
+	// SYN-ACKs the worker writes.
+	mac      tcpip.LinkAddress
+	prefixes []netip.Prefix
+	// noSyn leaves every SYN to netstack's listener (tests that compare
+	// the two answers).
+	noSyn atomic.Bool
 }
 
-func newEarlyDemux(ns *gstack.Stack, tcp segmentQueuer, fast bool) *earlyDemux {
+func newEarlyDemux(ns *gstack.Stack, tcp segmentQueuer, fast bool, mac tcpip.LinkAddress, prefixes []netip.Prefix) *earlyDemux {
 	ip := ns.Stats().IP
-	return &earlyDemux{ns: ns, tcp: tcp, received: ip.PacketsReceived, valid: ip.ValidPacketsReceived, delivered: ip.PacketsDelivered, fast: fast}
+	return &earlyDemux{ns: ns, tcp: tcp, received: ip.PacketsReceived, valid: ip.ValidPacketsReceived, delivered: ip.PacketsDelivered,
+		sent: ip.PacketsSent, fast: fast, mac: mac, prefixes: prefixes}
 }
 
 // deliver queues frame to its connection and reports whether it did; the
@@ -110,6 +124,19 @@ func (f *earlyDemux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 		tep, _ = ep.(*tcp.Endpoint)
 		if tep != nil && tep.EndpointState() == tcp.StateEstablished {
 			slot.id, slot.ep = id, tep
+		}
+	}
+	if f.fast && tep != nil && !f.noSyn.Load() && tep.EndpointState() == tcp.StateListen {
+		// A listener's SYN answered, or RST dropped, here (netstack
+		// patch 0086).
+		flags := th.Flags()
+		if (flags&(header.TCPFlagSyn|header.TCPFlagAck|header.TCPFlagRst|header.TCPFlagFin) == header.TCPFlagSyn &&
+			f.answerSyn(q, frame, ipLen, th, &id, tep)) || tep.IgnoreRst(flags) {
+			if v != nil {
+				v.Release()
+			}
+			f.count()
+			return true
 		}
 	}
 	if f.fast && tep != nil {

@@ -57,6 +57,10 @@ type queue struct {
 	// rxFast counts the TCP fast path's verdicts on the segments early
 	// demux offered it (tcp.FastHit, then the misses by reason).
 	rxFast [tcp.NumFastMiss]atomic.Uint64
+	// synFast counts the verdicts on the SYNs early demux offered a
+	// listener to answer on the worker (tcp.SynVerdict, then
+	// synMissRoute).
+	synFast [numSynVerdicts]atomic.Uint64
 	// flows is early demux's cache of established connections.
 	flows flowCache
 	// flags are the kick protocol's (kick.go).

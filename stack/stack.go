@@ -95,7 +95,7 @@ func newStack(cfg Config, ios []frameIO, link linkInfo, owner portOwner) (*Stack
 	})
 	s := &Stack{cfg: cfg, ns: ns, ep: ep, mw: mw, addrs: cfg.Addrs}
 	if q, ok := ns.TransportProtocolInstance(tcp.ProtocolNumber).(segmentQueuer); ok && !cfg.NoEarlyDemux {
-		ep.demux = newEarlyDemux(ns, q, !cfg.NoFastPath)
+		ep.demux = newEarlyDemux(ns, q, !cfg.NoFastPath, ep.mac, cfg.Addrs)
 	}
 	ns.SetDirectWrite(!cfg.NoFastPath)
 	s.ports = newPortTable(owner)

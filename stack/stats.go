@@ -88,6 +88,18 @@ type Stats struct {
 	// listener whose cookie did not (answered with a reset).
 	TCPSynCookiesSent, TCPSynCookiesValidated, TCPSynCookiesFailed uint64
 
+	// SYNs to a listener answered on the worker (Config.NoFastPath,
+	// netstack patch 0086): cookie SYN-ACKs the worker wrote itself, a
+	// part of TCPSynCookiesSent; SYNs it dropped for a full accept
+	// queue, as the listener drops them; and SYNs it left to netstack's
+	// listener, by why: cookie (Config.SynCookies "auto" with half-open
+	// connections to spare), busy (the listener's lock held elsewhere,
+	// or no TX frame), route (a peer off ustack's on-link prefixes),
+	// other (a listener shutting down, IP settings a frame cannot
+	// carry).
+	TCPSynsOnWorker, TCPSynsDroppedOnWorker                            uint64
+	TCPSynMissCookie, TCPSynMissBusy, TCPSynMissRoute, TCPSynMissOther uint64
+
 	// TCP segments of TCPSegmentsSent that the fast path's send wrote
 	// (Config.NoFastPath), and the packets it left to netstack's path, by
 	// why: size (a GSO packet of several segments, or one past the MTU),
@@ -167,6 +179,15 @@ func (s *Stack) Stats() Stats {
 	st.TCPSegmentsFast = fast[tcp.FastHit]
 	st.TCPFastMissBusy, st.TCPFastMissState, st.TCPFastMissHeader = fast[tcp.FastMissBusy], fast[tcp.FastMissState], fast[tcp.FastMissHeader]
 	st.TCPFastMissSequence, st.TCPFastMissAck, st.TCPFastMissRecovery = fast[tcp.FastMissSequence], fast[tcp.FastMissAck], fast[tcp.FastMissRecovery]
+	var syn [numSynVerdicts]uint64
+	for _, q := range s.ep.queues {
+		for i := range syn {
+			syn[i] += q.synFast[i].Load()
+		}
+	}
+	st.TCPSynsOnWorker, st.TCPSynsDroppedOnWorker = syn[tcp.SynAnswered], syn[tcp.SynDropped]
+	st.TCPSynMissCookie, st.TCPSynMissBusy, st.TCPSynMissRoute = syn[tcp.SynMissCookie], syn[tcp.SynMissBusy], syn[synMissRoute]
+	st.TCPSynMissOther = syn[tcp.SynMissState] + syn[tcp.SynMissIP]
 	st.TCPSegmentsDirect = s.ns.DirectWrites()
 	st.TCPDirectMissSize, st.TCPDirectMissRoute, st.TCPDirectMissUnresolved = s.ns.DirectMisses()
 	st.UDPPacketsReceived = ns.UDP.PacketsReceived.Value()
@@ -220,6 +241,11 @@ func (st Stats) Summary() string {
 		st.TCPRetransmits, st.TCPTimeouts, st.TCPFastRetransmits, st.TCPResetsSent, st.TCPChecksumErrors)
 	fmt.Fprintf(&b, "tcp fast path: received %d; left to netstack: busy %d, state %d, header %d, sequence %d, ack %d, recovery %d\n",
 		st.TCPSegmentsFast, st.TCPFastMissBusy, st.TCPFastMissState, st.TCPFastMissHeader, st.TCPFastMissSequence, st.TCPFastMissAck, st.TCPFastMissRecovery)
+	if st.TCPSynCookiesSent+st.TCPSynsDroppedOnWorker+st.TCPSynMissCookie+st.TCPSynMissBusy+st.TCPSynMissRoute+st.TCPSynMissOther > 0 {
+		fmt.Fprintf(&b, "tcp syn cookies: sent %d (by the worker %d), validated %d, failed %d; syns dropped by the worker %d; left to netstack: cookie %d, busy %d, route %d, other %d\n",
+			st.TCPSynCookiesSent, st.TCPSynsOnWorker, st.TCPSynCookiesValidated, st.TCPSynCookiesFailed, st.TCPSynsDroppedOnWorker,
+			st.TCPSynMissCookie, st.TCPSynMissBusy, st.TCPSynMissRoute, st.TCPSynMissOther)
+	}
 	fmt.Fprintf(&b, "udp: in %d out %d, checksum errors %d; ip: in %d out %d, malformed %d; owned ports %d\n",
 		st.UDPPacketsReceived, st.UDPPacketsSent, st.UDPChecksumErrors, st.IPPacketsReceived, st.IPPacketsSent, st.IPMalformed, st.OwnedPorts)
 	if c := st.Capture; c != (CaptureStats{}) {

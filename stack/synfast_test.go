@@ -1,0 +1,239 @@
+package stack
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
+)
+
+// synAckFrames has the script peer keep a copy of every SYN-ACK frame
+// ustack sends.
+func (p *scriptPeer) synAckFrames() *[][]byte {
+	var frames [][]byte
+	p.frame = func(b []byte) {
+		if l4 := synAckL4(b); l4 > 0 {
+			frames = append(frames, append([]byte(nil), b...))
+		}
+	}
+	return &frames
+}
+
+// synAckL4 returns the offset of frame's TCP header if frame is a TCP
+// SYN-ACK over IPv4 or IPv6, else 0.
+func synAckL4(frame []byte) int {
+	l4 := 0
+	switch binary.BigEndian.Uint16(frame[12:14]) {
+	case uint16(header.IPv4ProtocolNumber):
+		l4 = ethHeaderLen + header.IPv4MinimumSize
+	case uint16(header.IPv6ProtocolNumber):
+		l4 = ethHeaderLen + header.IPv6MinimumSize
+	default:
+		return 0
+	}
+	if len(frame) < l4+header.TCPMinimumSize || header.TCP(frame[l4:]).Flags() != header.TCPFlagSyn|header.TCPFlagAck {
+		return 0
+	}
+	return l4
+}
+
+// withoutTSvalAndChecksum returns a copy of a SYN-ACK frame with its TCP
+// checksum and its TSval's clock bits (all but the low six, which carry
+// the SYN's options) zeroed: what two SYN-ACKs to one SYN, sent moments
+// apart, share.
+func withoutTSvalAndChecksum(t *testing.T, frame []byte) []byte {
+	t.Helper()
+	b := append([]byte(nil), frame...)
+	l4 := synAckL4(b)
+	th := header.TCP(b[l4:])
+	th.SetChecksum(0)
+	opts := b[l4+header.TCPMinimumSize : l4+int(th.DataOffset())]
+	for i := 0; i < len(opts); {
+		switch opts[i] {
+		case header.TCPOptionEOL:
+			i = len(opts)
+		case header.TCPOptionNOP:
+			i++
+		default:
+			if i+1 >= len(opts) || opts[i+1] < 2 {
+				t.Fatalf("malformed options %x", opts)
+			}
+			if opts[i] == header.TCPOptionTS {
+				v := binary.BigEndian.Uint32(opts[i+2:])
+				binary.BigEndian.PutUint32(opts[i+2:], v&63)
+			}
+			i += int(opts[i+1])
+		}
+	}
+	return b
+}
+
+// TestScriptSynOnWorkerMatchesListener: with SYN cookies always on, the
+// worker answers a listener's SYN itself (netstack patch 0086), and its
+// SYN-ACK is the one netstack's listener sends for the same SYN, byte
+// for byte (Ethernet, IP and TCP headers, cookie and options) but for the
+// clock's part of the TSval and so the checksum; the cookie validates and
+// makes the connection. Over IPv4 and IPv6, with the SYN's options
+// varied (timestamps or not, window scale, SACK-permitted).
+func TestScriptSynOnWorkerMatchesListener(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    scriptOptions
+	}{
+		{"ipv4-ts-ws-sack", scriptOptions{Timestamps: true, WScale: 7}},
+		{"ipv4-no-ts", scriptOptions{WScale: 7}},
+		{"ipv4-ts-only", scriptOptions{Timestamps: true, NoSACK: true}},
+		{"ipv4-mss-536", scriptOptions{Timestamps: true, WScale: 2, MSS: 536}},
+		{"ipv6-ts-ws-sack", scriptOptions{IPv6: true, Timestamps: true, WScale: 9}},
+		{"ipv6-no-ts", scriptOptions{IPv6: true, NoSACK: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Config = alwaysCookies
+			p := newScriptPeer(t, tc.o)
+			frames := p.synAckFrames()
+			ln := p.listen()
+			accepted := p.start(ln.Accept)
+			p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
+			// The same SYN twice: the same timestamps too.
+			syn := seg{Flags: "S", Seq: 0, TSval: 5000, TSecr: 1}
+			p.Send(syn)
+			p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+			if st := p.s.Stats(); st.TCPSynsOnWorker != 1 || st.TCPSynCookiesSent != 1 {
+				t.Fatalf("first SYN: %d answered on the worker, %d cookies sent; want 1, 1", st.TCPSynsOnWorker, st.TCPSynCookiesSent)
+			}
+			p.s.ep.demux.noSyn.Store(true)
+			p.Send(syn)
+			p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+			if st := p.s.Stats(); st.TCPSynsOnWorker != 1 || st.TCPSynCookiesSent != 2 {
+				t.Fatalf("second SYN: %d answered on the worker, %d cookies sent; want 1, 2", st.TCPSynsOnWorker, st.TCPSynCookiesSent)
+			}
+			if len(*frames) != 2 {
+				t.Fatalf("%d SYN-ACK frames, want 2", len(*frames))
+			}
+			worker, listener := (*frames)[0], (*frames)[1]
+			if a, b := withoutTSvalAndChecksum(t, worker), withoutTSvalAndChecksum(t, listener); !bytes.Equal(a, b) {
+				t.Fatalf("the worker's SYN-ACK differs from the listener's:\nworker   %x\nlistener %x", a, b)
+			}
+			p.s.ep.demux.noSyn.Store(false)
+			p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
+			accepted("ustack accepted no connection from the cookie's ACK")
+			checkCookieStats(t, p.s, 2, 1, 0)
+		})
+	}
+}
+
+// TestScriptSynOnWorkerAuto: with SynCookies "auto" and half-open
+// connections to spare, the worker leaves a SYN to netstack's listener,
+// which answers it with a half-open connection, as before; counted as a
+// cookie miss.
+func TestScriptSynOnWorkerAuto(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Timestamps: true, WScale: 7})
+	ln := p.listen()
+	accepted := p.start(ln.Accept)
+	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
+	p.Send(seg{Flags: "S", Seq: 0})
+	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
+	accepted("ustack accepted no connection")
+	st := p.s.Stats()
+	if st.TCPSynsOnWorker != 0 || st.TCPSynMissCookie != 1 || st.TCPSynCookiesSent != 0 {
+		t.Fatalf("%d SYNs answered on the worker, %d left for want of cookies, %d cookies sent; want 0, 1, 0",
+			st.TCPSynsOnWorker, st.TCPSynMissCookie, st.TCPSynCookiesSent)
+	}
+}
+
+// TestScriptSynOnWorkerFullAcceptQueue: a listener whose accept queue is
+// full drops a SYN unanswered, on the worker as in netstack's listener
+// (counted in both), and answers again once the application accepts.
+func TestScriptSynOnWorkerFullAcceptQueue(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Timestamps: true, WScale: 7, Config: alwaysCookies})
+	ep, _, keys, err := p.s.bind("listen", "tcp4", ":80", tcp.ProtocolNumber)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.s.ports.releaseAll(keys)
+	defer ep.Close()
+	// A backlog of 2: netstack's accept queue then holds 2.
+	if terr := ep.Listen(2); terr != nil {
+		t.Fatal(terr)
+	}
+	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
+	handshake := func(port uint16) {
+		t.Helper()
+		p.local = netip.AddrPortFrom(p.local.Addr(), port)
+		p.synced = false
+		p.Send(seg{Flags: "S", Seq: 0})
+		p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+		p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
+	}
+	handshake(40000)
+	handshake(40001)
+	for deadline := time.Now().Add(scriptWait); p.s.Stats().TCPSynCookiesValidated < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections made from cookies, want 2", p.s.Stats().TCPSynCookiesValidated)
+		}
+	}
+	for _, off := range []bool{false, true} {
+		p.s.ep.demux.noSyn.Store(off)
+		p.local = netip.AddrPortFrom(p.local.Addr(), 40002)
+		p.Send(seg{Flags: "S", Seq: 0})
+		p.ExpectNothing(100 * time.Millisecond)
+	}
+	st := p.s.Stats()
+	if st.TCPSynsOnWorker != 2 || st.TCPSynsDroppedOnWorker != 1 {
+		t.Fatalf("%d SYNs answered on the worker, %d dropped; want 2, 1", st.TCPSynsOnWorker, st.TCPSynsDroppedOnWorker)
+	}
+	if n := p.s.Netstack().Stats().TCP.ListenOverflowSynDrop.Value(); n != 2 {
+		t.Fatalf("netstack counted %d SYNs dropped for a full accept queue, want 2 (one each way)", n)
+	}
+	p.s.ep.demux.noSyn.Store(false)
+	if _, _, terr := ep.Accept(nil); terr != nil {
+		t.Fatal(terr)
+	}
+	p.synced = false
+	p.Send(seg{Flags: "S", Seq: 0})
+	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+}
+
+// TestEarlyDemuxOnLink: the worker answers SYNs only from peers on
+// ustack's on-link prefixes.
+func TestEarlyDemuxOnLink(t *testing.T) {
+	f := &earlyDemux{prefixes: []netip.Prefix{netip.MustParsePrefix("198.18.0.1/24"), netip.MustParsePrefix("2001:db8::1/64")}}
+	for a, want := range map[string]bool{
+		"198.18.0.2": true, "198.18.1.2": false, "2001:db8::99": true, "2001:db9::1": false, "::ffff:198.18.0.2": false,
+	} {
+		if got := f.onLink(tcpip.AddrFromSlice(netip.MustParseAddr(a).AsSlice())); got != want {
+			t.Errorf("onLink(%s) = %v, want %v", a, got, want)
+		}
+	}
+}
+
+// TestScriptListenerIgnoresRst: a RST to a listener is dropped and
+// counted on the worker as netstack's listener drops and counts it
+// (RFC 9293, 3.10.7.2), and the listener answers the next SYN.
+func TestScriptListenerIgnoresRst(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Timestamps: true, WScale: 7, Config: alwaysCookies})
+	p.listen()
+	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
+	ns := p.s.Netstack().Stats()
+	for _, off := range []bool{false, true} {
+		p.s.ep.demux.noSyn.Store(off)
+		p.Send(seg{Flags: "R", Seq: 0})
+		p.ExpectNothing(50 * time.Millisecond)
+	}
+	if got := ns.TCP.ResetsReceived.Value(); got != 2 {
+		t.Errorf("netstack counted %d resets received, want 2 (one each way)", got)
+	}
+	if got := ns.DroppedPackets.Value(); got != 2 {
+		t.Errorf("netstack counted %d packets dropped, want 2 (one each way)", got)
+	}
+	p.s.ep.demux.noSyn.Store(false)
+	p.Send(seg{Flags: "S", Seq: 0})
+	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+}
