@@ -208,6 +208,10 @@ func TestPrivilegedBurstConnects(t *testing.T) {
 	}
 	handler := ustack(7000, "-handler")
 	netConn := ustack(7100)
+	handlerAlways := ustack(7200, "-handler", "-syn-cookies", "always")
+	netConnAlways := ustack(7300, "-syn-cookies", "always")
+	t.Logf("ustack, handler API, always: %v", handlerAlways)
+	t.Logf("ustack, net.Conn, always:    %v", netConnAlways)
 	addr := netip.AddrPortFrom(vethtest.UstackHostIPv4, 7000)
 	cpu, stop := startServer(t, p, bin, "-stack", "kernel", "-listen", addr.String())
 	cpu0 := cpu()

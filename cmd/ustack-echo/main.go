@@ -60,7 +60,7 @@ type stackFlags struct {
 	rxRing                     uint
 	pin                        bool
 	noTxChecksum, noGSO, noGRO bool
-	cc                         string
+	cc, synCookies             string
 }
 
 func (f *stackFlags) register(fs *flag.FlagSet) {
@@ -75,6 +75,7 @@ func (f *stackFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noGSO, "no-gso", false, "turn TCP segmentation offload off: netstack then sends one MSS per packet instead of up to 64 KiB cut into frames in the copy")
 	fs.BoolVar(&f.noGRO, "no-gro", false, "no receive coalescing: netstack sees every TCP segment as received")
 	fs.StringVar(&f.cc, "cc", "", "TCP congestion `control`: bbr, reno or cubic (default bbr)")
+	fs.StringVar(&f.synCookies, "syn-cookies", "", "when listeners answer SYNs with SYN cookies: `auto` or always (default: stack.Config's)")
 }
 
 func (f *stackFlags) config() (stack.Config, error) {
@@ -105,7 +106,7 @@ func (f *stackFlags) config() (stack.Config, error) {
 		return stack.Config{}, fmt.Errorf("-rx-ring %d: too large", f.rxRing)
 	}
 	return stack.Config{Interface: f.iface, Addrs: prefixes, Poll: poll, Queues: f.queues, Pin: f.pin, RxRingSize: uint32(f.rxRing),
-		NoTxChecksum: f.noTxChecksum, NoGSO: f.noGSO, NoGRO: f.noGRO, CongestionControl: f.cc}, nil
+		NoTxChecksum: f.noTxChecksum, NoGSO: f.noGSO, NoGRO: f.noGRO, CongestionControl: f.cc, SynCookies: f.synCookies}, nil
 }
 
 func checkRoot() error {
