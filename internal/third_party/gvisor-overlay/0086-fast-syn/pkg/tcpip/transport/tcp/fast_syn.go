@@ -194,3 +194,27 @@ func (e *Endpoint) AnswerSyn(id stack.TransportEndpointID, nicID tcpip.NICID, sy
 	e.stack.Stats().TCP.ListenOverflowSynCookieSent.Increment()
 	return SynAck{Len: n, TTL: ttl, TOS: e.sendTOS}, SynAnswered
 }
+
+// IgnoreRst takes a RST arriving at listener e as handleListenSegment
+// takes it: counted and dropped (RFC 9293, section 3.10.7.2: in LISTEN
+// an incoming RST is ignored). flags are the segment's; false leaves the
+// segment to the ordinary path (not a listener, one shutting down, or a
+// segment with SYN and ACK, which the listener answers with a reset).
+func (e *Endpoint) IgnoreRst(flags header.TCPFlags) bool {
+	if flags&header.TCPFlagRst == 0 || flags.Contains(header.TCPFlagSyn|header.TCPFlagAck) || e.EndpointState() != StateListen {
+		return false
+	}
+	e.rcvQueueMu.Lock()
+	rcvClosed := e.RcvClosed
+	e.rcvQueueMu.Unlock()
+	if rcvClosed {
+		return false
+	}
+	// Counted as the dispatcher counts a segment it queues, and as the
+	// listener counts the RST it drops.
+	e.stack.Stats().TCP.ValidSegmentsReceived.Increment()
+	e.stats.SegmentsReceived.Increment()
+	e.stack.Stats().TCP.ResetsReceived.Increment()
+	e.stack.Stats().DroppedPackets.Increment()
+	return true
+}
