@@ -744,3 +744,21 @@ func TestScriptLossKeepsBBRWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestScriptSimultaneousOpen: ustack dials, and the peer, dialing at the
+// same moment, sends its own SYN instead of a SYN-ACK (RFC 9293, section
+// 3.5, figure 8): ustack answers with a SYN-ACK and the connection opens
+// on the peer's SYN-ACK, as Linux's does.
+func TestScriptSimultaneousOpen(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Timestamps: true, WScale: 7})
+	dialed := p.start(func() (net.Conn, error) { return p.s.Dial("tcp4", p.local.String()) })
+	p.Expect(seg{Flags: "S", Seq: 0})
+	p.Send(seg{Flags: "S", Seq: 0})
+	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+	p.Send(seg{Flags: "SA", Seq: 0, Ack: 1})
+	c := dialed("the dial did not complete on a simultaneous open")
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	p.Expect(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("x")})
+}

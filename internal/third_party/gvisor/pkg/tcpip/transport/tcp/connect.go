@@ -430,11 +430,18 @@ func (h *handshake) synRcvdState(s *segment) tcpip.Error {
 		h.iss = iss
 	}
 
+	// ustack: in a simultaneous open (RFC 9293, section 3.5, figure 8)
+	// the peer's SYN-ACK repeats its SYN, below the window, and
+	// acknowledges ours: it completes the handshake, as Linux's
+	// tcp_validate_incoming lets it.
+	simultaneous := h.active && s.flags.Contains(header.TCPFlagSyn|header.TCPFlagAck) &&
+		s.sequenceNumber+1 == h.ackNum && s.ackNumber == h.iss+1
+
 	// RFC 793, Section 3.9, page 69, states that in the SYN-RCVD state, a
 	// sequence number outside of the window causes an ACK with the proper seq
 	// number and "After sending the acknowledgment, drop the unacceptable
 	// segment and return."
-	if !s.sequenceNumber.InWindow(h.ackNum, h.rcvWnd) {
+	if !simultaneous && !s.sequenceNumber.InWindow(h.ackNum, h.rcvWnd) {
 		if h.ep.allowOutOfWindowAck() {
 			h.ep.sendEmptyRaw(header.TCPFlagAck, h.iss+1, h.ackNum, h.rcvWnd)
 		}
