@@ -62,6 +62,8 @@ type rxFuzzer struct {
 	sndNxt uint32 // the target's next sequence number
 	descs  [batchSize]xsk.Desc
 	execs  int // inputs run on this target
+	// cookies is the target's Config.SynCookies.
+	cookies string
 }
 
 // fuzzRestart is how many inputs a target takes before the fuzzer builds
@@ -70,8 +72,11 @@ type rxFuzzer struct {
 // millions of executions.
 const fuzzRestart = 5000
 
-func newRXFuzzer(t testing.TB) *rxFuzzer {
-	z := &rxFuzzer{t: t}
+func newRXFuzzer(t testing.TB) *rxFuzzer { return newRXFuzzerCookies(t, "auto") }
+
+// newRXFuzzerCookies is newRXFuzzer with the target's SynCookies set.
+func newRXFuzzerCookies(t testing.TB, cookies string) *rxFuzzer {
+	z := &rxFuzzer{t: t, cookies: cookies}
 	z.start()
 	t.Cleanup(z.stop)
 	return z
@@ -85,7 +90,7 @@ func (z *rxFuzzer) start() {
 		t.Fatal(err)
 	}
 	// ACKs at once, so the peer knows rcv.nxt after every frame.
-	cfg := Config{Interface: "fuzz", Addrs: []netip.Prefix{memB4, memB6}, Poll: Adaptive, DelayedAck: -1}
+	cfg := Config{Interface: "fuzz", Addrs: []netip.Prefix{memB4, memB6}, Poll: Adaptive, DelayedAck: -1, SynCookies: z.cookies}
 	cfg.setDefaults()
 	s, err := newStack(cfg, []frameIO{pb}, linkInfo{mtu: 1500, mac: fuzzMAC}, nil)
 	if err != nil {
@@ -424,6 +429,23 @@ func rxSeeds() map[string][]byte {
 	seeds["syn-new-flood"] = encodeFrames(
 		segment(41000, 1, 0, tcpSYN, 65535, nil, nil), segment(41001, 1, 0, tcpSYN, 65535, nil, nil),
 		segment(41002, 1, 0, tcpSYN, 65535, nil, nil), segment(41000, 2, 0, tcpSYN, 65535, nil, nil))
+	// Handshake segments to the listener from new ports: SYNs with every
+	// option, with malformed options, with data, with other flags; a
+	// RST; ACKs whose cookie cannot validate; IPv6 SYNs.
+	allOpts := []byte{2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 9, 0, 0, 0, 0, 1, 3, 3, 7}
+	seeds["syn-all-options"] = encodeFrames(segment(41010, 1, 0, tcpSYN, 65535, allOpts, nil))
+	seeds["syn-retransmitted"] = encodeFrames(segment(41011, 1, 0, tcpSYN, 65535, allOpts, nil), segment(41011, 1, 0, tcpSYN, 65535, allOpts, nil))
+	seeds["syn-data"] = encodeFrames(segment(41012, 1, 0, tcpSYN, 65535, allOpts, []byte("data on the SYN")))
+	seeds["syn-fin"] = encodeFrames(segment(41013, 1, 0, tcpSYN|tcpFIN, 65535, nil, nil))
+	seeds["syn-rst"] = encodeFrames(segment(41014, 1, 0, tcpSYN|tcpRST, 65535, nil, nil))
+	seeds["syn-ack-to-listener"] = encodeFrames(segment(41015, 1, 7, tcpSYN|tcpACK, 65535, nil, nil))
+	seeds["syn-psh-urg"] = encodeFrames(segment(41016, 1, 0, tcpSYN|tcpPSH|0x20, 65535, allOpts, nil))
+	seeds["rst-to-listener"] = encodeFrames(segment(41017, 1, 0, tcpRST, 0, nil, nil), segment(41017, 1, 5, tcpRST|tcpACK, 0, nil, nil))
+	seeds["ack-bad-cookie"] = encodeFrames(segment(41018, 2, 12345, tcpACK, 65535, nil, nil), segment(41019, 2, 12345, tcpACK|tcpPSH, 65535, nil, []byte("x")))
+	for i, opts := range [][]byte{{2, 0, 1, 1}, {8, 40, 0, 0}, {2, 3, 5, 0}, {3, 3, 255, 0}, {8, 6, 0, 0, 0, 1}, {0, 99, 99, 99}, {3, 3, 14, 0}, {2, 4, 0, 0}} {
+		seeds[fmt.Sprintf("syn-bad-options-%d", i)] = encodeFrames(segment(41030+uint16(i), 1, 0, tcpSYN, 65535, opts, nil))
+	}
+	seeds["syn6"] = encodeFrames(segmentFrom(fuzzPeer6, fuzzTarget6, 41040, fuzzServerPort, 1, 0, tcpSYN, 65535, allOpts, nil))
 	seeds["ack-future"] = encodeFrames(segment(fuzzPort, fuzzSeq, fuzzAck+100000, tcpACK, 65535, nil, []byte("future")))
 	// ICMP errors quoting the target's own flow (its segments to the
 	// peer): fragmentation needed with silly MTUs, port unreachable,
@@ -500,6 +522,40 @@ func FuzzRX(f *testing.F) {
 		z.t = t
 		z.run(in)
 	})
+}
+
+// FuzzRXSynCookies is FuzzRX against a target whose listener answers
+// every SYN with a SYN cookie, so that its SYNs are answered on the
+// worker (netstack patch 0086) and its connections made from cookies.
+func FuzzRXSynCookies(f *testing.F) {
+	for _, s := range rxSeeds() {
+		f.Add(s)
+	}
+	z := newRXFuzzerCookies(f, "always")
+	f.Fuzz(func(t *testing.T, in []byte) {
+		z.t = t
+		z.run(in)
+	})
+}
+
+// TestRXSeedsSynCookies runs every seed through a target whose listener
+// answers SYNs with cookies: the worker answers the handshake seeds'
+// SYNs itself, and the target still makes connections afterwards.
+func TestRXSeedsSynCookies(t *testing.T) {
+	z := newRXFuzzerCookies(t, "always")
+	before := z.s.Stats().TCPSynsOnWorker
+	seeds := rxSeeds()
+	for _, name := range slices.Sorted(maps.Keys(seeds)) {
+		z.run(seeds[name])
+	}
+	if n := z.s.Stats().TCPSynsOnWorker - before; n < 10 {
+		t.Errorf("the worker answered %d of the seeds' SYNs, want the handshake seeds'", n)
+	}
+	opens := z.s.Stats().TCPPassiveOpens
+	z.connect()
+	if z.s.Stats().TCPPassiveOpens == opens {
+		t.Error("no connection made after the seeds")
+	}
 }
 
 // TestRXSeedsCounted runs every seed through the target and checks that

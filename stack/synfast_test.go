@@ -237,3 +237,25 @@ func TestScriptListenerIgnoresRst(t *testing.T) {
 	p.Send(seg{Flags: "S", Seq: 0})
 	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
 }
+
+// TestScriptSynCookieSynWithData: a SYN carrying data, answered with a
+// cookie, has only the SYN acknowledged (the data is not kept: nothing
+// is, until the handshake's ACK), as with Linux's cookies; the peer
+// sends the data again after the handshake and the application reads
+// it once.
+func TestScriptSynCookieSynWithData(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Timestamps: true, WScale: 7, Config: alwaysCookies})
+	ln := p.listen()
+	accepted := p.start(ln.Accept)
+	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
+	p.Send(seg{Flags: "S", Seq: 0, Payload: []byte("early")})
+	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+	if st := p.s.Stats(); st.TCPSynsOnWorker != 1 {
+		t.Fatalf("%d SYNs answered on the worker, want 1", st.TCPSynsOnWorker)
+	}
+	p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("early")})
+	c := accepted("ustack accepted no connection from the cookie's ACK")
+	if got := readUpTo(t, c, 5); string(got) != "early" {
+		t.Fatalf("read %q, want %q", got, "early")
+	}
+}
