@@ -83,6 +83,8 @@ func startServer(contender, iface, poll string, port uint16, upstream, handler b
 		if os.Getenv("USTACK_BENCH_NOFASTPATH") != "" {
 			cfg.NoFastPath = true
 		}
+		// Another: Config.SynCookies ("auto" or "always").
+		cfg.SynCookies = os.Getenv("USTACK_BENCH_SYNCOOKIES")
 		switch offload {
 		case "":
 		case "no-gso":
