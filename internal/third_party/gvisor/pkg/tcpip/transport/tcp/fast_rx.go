@@ -129,6 +129,16 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 		return miss
 	}
 
+	// A consumer (SetFastConsumer) takes the payload from the caller's
+	// buffer if nothing waits in the receive queue ahead of it.
+	consumed := false
+	if fn := e.rcv.consumer; fn != nil {
+		e.rcvQueueMu.Lock()
+		idle := e.RcvBufUsed == 0 && !e.RcvClosed
+		e.rcvQueueMu.Unlock()
+		consumed = idle && len(payload) <= 1<<16 && fn(payload)
+	}
+
 	s := newSegment()
 	s.id = e.TransportEndpointInfo.ID
 	s.sequenceNumber = seqnum.Value(hdr.SequenceNumber())
@@ -141,11 +151,20 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 	s.rcvdTime = e.stack.Clock().NowMonotonic()
 	s.csumValid = true
 	var data buffer.Buffer
-	if v != nil {
+	switch {
+	case consumed:
+		// The consumer has the bytes; the segment keeps only their
+		// length, so that ACK processing and memory accounting see
+		// the segment the ordinary path would.
+		if v != nil {
+			v.Release()
+		}
+		data = buffer.MakeWithView(consumedPayload(len(payload)))
+	case v != nil:
 		v.TrimFront(payloadOff)
 		v.CapLength(len(payload))
 		data = buffer.MakeWithView(v)
-	} else {
+	default:
 		data = buffer.MakeWithData(payload)
 	}
 	s.pkt = stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: data})
@@ -155,7 +174,7 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 	e.stack.Stats().TCP.ValidSegmentsReceived.Increment()
 	e.stats.SegmentsReceived.Increment()
 
-	e.receiveFastLocked(s)
+	e.receiveFastLocked(s, consumed)
 	s.DecRef()
 	e.mu.Unlock()
 	if !e.pendingInline.Swap(true) {
@@ -217,11 +236,13 @@ func (e *Endpoint) predictLocked(hdr header.TCP, payloadLen int, hasTS bool, tsV
 // after a batch but for the owed ACK, which RunDeferred decides.
 //
 // +checklocks:e.mu
-func (e *Endpoint) receiveFastLocked(s *segment) {
+func (e *Endpoint) receiveFastLocked(s *segment, consumed bool) {
 	r := e.rcv
 	segLen := seqnum.Size(s.payloadSize())
 	r.lastRcvdAckTime = s.rcvdTime
-	e.readyToRead(s)
+	if !consumed {
+		e.readyToRead(s)
+	}
 	r.RcvNxt = s.sequenceNumber.Add(segLen)
 	if r.RcvAcc.LessThan(r.RcvNxt) {
 		r.RcvAcc = r.RcvNxt
@@ -250,6 +271,41 @@ func (e *Endpoint) receiveFastLocked(s *segment) {
 		}
 	}
 	e.resetKeepaliveTimer(true /* receivedData */)
+}
+
+// SetFastConsumer has the fast path's receive hand the payload of each
+// segment it accepts to fn instead of the receive queue, whenever nothing
+// waits there: fn runs with the endpoint locked, on the goroutine that
+// delivered the segment, with the bytes in that goroutine's buffer (the
+// receive frame itself: no copy before fn's), valid during the call, and
+// reports whether it took them. Bytes it takes are the stream's next, as
+// if read from the queue: RCV.NXT advances, the receive buffer is not
+// charged, and no readable event fires for them. Bytes it does not take,
+// and everything that misses the fast path, go to the receive queue as
+// always, so a consumer that takes bytes must also be the stream's only
+// reader, reading the queue in order. nil stops it. It returns false if
+// the endpoint has no receive side (not connected).
+func (e *Endpoint) SetFastConsumer(fn func([]byte) bool) bool {
+	e.LockUser()
+	defer e.UnlockUser()
+	if e.rcv == nil {
+		return false
+	}
+	e.rcv.consumer = fn
+	return true
+}
+
+// consumedZeros backs the payload of segments whose bytes a consumer took:
+// a shared view of zeros, cloned (no copy) and cut to each length. Nothing
+// reads or writes it: such a segment is processed and released at once.
+var consumedZeros = buffer.NewViewSize(1 << 16)
+
+// consumedPayload returns a view of n bytes (at most 64 KiB, a GRO
+// packet's most) that stands in for a consumed payload.
+func consumedPayload(n int) *buffer.View {
+	v := consumedZeros.Clone()
+	v.CapLength(n)
+	return v
 }
 
 // finishFastLocked sends the ACK the fast path's segments of this batch

@@ -49,6 +49,11 @@ type receiver struct {
 
 	// Time when the last ack was received.
 	lastRcvdAckTime tcpip.MonotonicTime
+
+	// consumer, when set, takes the payload the fast path's receive
+	// accepts while nothing waits in the receive queue (ustack:
+	// Endpoint.SetFastConsumer).
+	consumer func([]byte) bool
 }
 
 func newReceiver(ep *Endpoint, irs seqnum.Value, rcvWnd seqnum.Size, rcvWndScale uint8) *receiver {
