@@ -186,6 +186,8 @@ var statsExports = map[string]export{
 	"TCPFastMissSequence":     {series: []series{shared(famFastMisses, "sequence")}},
 	"TCPFastMissAck":          {series: []series{shared(famFastMisses, "ack")}},
 	"TCPFastMissRecovery":     {series: []series{shared(famFastMisses, "recovery")}},
+	"PollBytesDirect":         own("poll_bytes_direct_total", "Bytes connections read on the worker (queue pairs) were given straight from the receive frame by the fast path's receive: one copy each."),
+	"PollBytesQueued":         own("poll_bytes_queued_total", "Bytes connections read on the worker (queue pairs) read from the receive queue: segments the fast path left to netstack, or that arrived behind queued bytes."),
 	"TCPSegmentsDirect":       own("tcp_segments_direct_total", "TCP segments the fast path's direct send wrote to the link (Config.NoFastPath), a part of the TCP segments sent."),
 
 	"Capture.Packets": own("capture_packets_total", "Frames the packet capture (Config.Capture) recorded."),

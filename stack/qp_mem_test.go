@@ -177,6 +177,11 @@ func TestMemQueuePairOverUstack(t *testing.T) {
 					t.Fatalf("engine on the worker: %v and %v, want %v", a.q.Polled(), b.q.Polled(), !reader)
 				}
 				exerciseQP(t, a, b)
+				st := mp.b.Stats()
+				t.Logf("b's worker-read bytes: %d from the frame, %d from the receive queue", st.PollBytesDirect, st.PollBytesQueued)
+				if !reader && st.PollBytesDirect == 0 {
+					t.Error("the fast path placed no byte from the frame")
+				}
 			})
 		}
 	}
@@ -355,6 +360,74 @@ func TestMemQueuePairYieldsForWaiters(t *testing.T) {
 			}
 			if !blocking && got > 5 {
 				t.Errorf("%d yields for %d Sends nobody waited for", got, sends)
+			}
+		})
+	}
+}
+
+// TestMemQueuePairPlacesFromTheFrame: 64 KiB RDMA Writes, 4 MiB in all,
+// from a queue pair on one stack to one on another, with the engines on
+// the workers. With the fast path, the receiving engine is handed the
+// bytes straight from the receive frames (netstack's SetFastConsumer):
+// all but a few of them, each copied once, into the region; without it
+// (Config.NoFastPath) every byte comes through netstack's receive queue,
+// a second copy. With faults on the wire (loss, reordering, duplicates,
+// corruption) the segments out of order take the queue, and placement
+// resumes once it is empty. The region ends up with the bytes each way.
+func TestMemQueuePairPlacesFromTheFrame(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cfg    func(*Config)
+		direct bool
+	}{
+		{"fast-path", nil, true},
+		{"no-fast-path", func(c *Config) { c.NoFastPath = true }, false},
+		{"faults", func(c *Config) {
+			c.Faults = &Faults{Seed: 7, RX: FaultRates{Drop: 0.01, Reorder: 0.01, Duplicate: 0.01, Corrupt: 0.01}}
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mp := newMemPairCfg(t, Adaptive, tc.cfg, tc.cfg)
+			ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 4791).String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			a, b := newQPEnd(t), newQPEnd(t)
+			connectQP(t, a, b, func(ctx context.Context) (net.Conn, error) {
+				return mp.a.DialContext(ctx, "tcp4", ln.Addr().String())
+			}, ln)
+			const chunk, total = 64 << 10, 4 << 20
+			before := mp.b.Stats()
+			for i := 0; i < total/chunk; i++ {
+				for j := range a.buf[:chunk] {
+					a.buf[j] = byte(i*7 + j*13)
+				}
+				// The Write, then a Send whose arrival proves it landed.
+				b.q.PostRecv([]qp.RecvWR{{ID: uint64(i), SGL: []qp.SGE{{Offset: 250 << 10, Len: 1024, Key: b.mr.Key()}}}})
+				a.q.PostSend([]qp.SendWR{
+					{Op: qp.WRWrite, SGL: []qp.SGE{{Offset: 0, Len: chunk, Key: a.mr.Key()}}, RemoteKey: b.mr.Key(), RemoteOffset: uint64(i%3) * chunk},
+					{ID: uint64(i), Op: qp.WRSend, Flags: qp.Signaled | qp.Inline, Inline: []byte("landed")},
+				})
+				a.wait(t, uint64(i))
+				b.wait(t, uint64(i))
+				if !bytes.Equal(b.buf[(i%3)*chunk:(i%3+1)*chunk], a.buf[:chunk]) {
+					t.Fatalf("write %d: the region's bytes differ from the sent", i)
+				}
+			}
+			st := mp.b.Stats()
+			direct, queued := st.PollBytesDirect-before.PollBytesDirect, st.PollBytesQueued-before.PollBytesQueued
+			t.Logf("%d bytes from the frame, %d from the receive queue", direct, queued)
+			if direct+queued < total {
+				t.Fatalf("the engine was given %d bytes, fewer than the %d written", direct+queued, total)
+			}
+			switch {
+			case !tc.direct && direct != 0:
+				t.Errorf("%d bytes placed from the frame with the fast path off", direct)
+			case tc.direct && tc.cfg == nil && queued > direct/50:
+				t.Errorf("%d bytes came through the receive queue beside %d from the frame: want nearly all from the frame", queued, direct)
+			case tc.direct && direct == 0:
+				t.Error("no byte placed from the frame")
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -56,6 +57,11 @@ type Stack struct {
 
 	// Set over AF_XDP only.
 	prog *bpf.Program
+
+	// Bytes worker-read connections (PollOnWorker) were given: straight
+	// from the receive frame by the fast path (placeDirect), and read
+	// from the receive queue.
+	pollDirect, pollQueued atomic.Uint64
 }
 
 // linkInfo is what ustack knows of the link it runs on.

@@ -122,6 +122,13 @@ type Stats struct {
 	TCPSegmentsFast                                          uint64
 	TCPFastMissBusy, TCPFastMissState, TCPFastMissHeader     uint64
 	TCPFastMissSequence, TCPFastMissAck, TCPFastMissRecovery uint64
+
+	// Bytes connections read on the worker (WorkerPoller: queue pairs)
+	// were given: straight from the receive frame by the fast path's
+	// receive (PollBytesDirect: one copy, the consumer's), and from the
+	// receive queue (PollBytesQueued: the segments the fast path left to
+	// netstack, or that arrived while earlier bytes waited there).
+	PollBytesDirect, PollBytesQueued uint64
 }
 
 // Stats returns a snapshot of the stack's counters. Errors reading the
@@ -188,6 +195,7 @@ func (s *Stack) Stats() Stats {
 	st.TCPSynsOnWorker, st.TCPSynsDroppedOnWorker = syn[tcp.SynAnswered], syn[tcp.SynDropped]
 	st.TCPSynMissCookie, st.TCPSynMissBusy, st.TCPSynMissRoute = syn[tcp.SynMissCookie], syn[tcp.SynMissBusy], syn[synMissRoute]
 	st.TCPSynMissOther = syn[tcp.SynMissState] + syn[tcp.SynMissIP]
+	st.PollBytesDirect, st.PollBytesQueued = s.pollDirect.Load(), s.pollQueued.Load()
 	st.TCPSegmentsDirect = s.ns.DirectWrites()
 	st.TCPDirectMissSize, st.TCPDirectMissRoute, st.TCPDirectMissUnresolved = s.ns.DirectMisses()
 	st.UDPPacketsReceived = ns.UDP.PacketsReceived.Value()
@@ -245,6 +253,9 @@ func (st Stats) Summary() string {
 		fmt.Fprintf(&b, "tcp syn cookies: sent %d (by the worker %d), validated %d, failed %d; syns dropped by the worker %d; left to netstack: cookie %d, busy %d, route %d, other %d\n",
 			st.TCPSynCookiesSent, st.TCPSynsOnWorker, st.TCPSynCookiesValidated, st.TCPSynCookiesFailed, st.TCPSynsDroppedOnWorker,
 			st.TCPSynMissCookie, st.TCPSynMissBusy, st.TCPSynMissRoute, st.TCPSynMissOther)
+	}
+	if st.PollBytesDirect+st.PollBytesQueued > 0 {
+		fmt.Fprintf(&b, "worker-read bytes: %d straight from the frame, %d from the receive queue\n", st.PollBytesDirect, st.PollBytesQueued)
 	}
 	fmt.Fprintf(&b, "udp: in %d out %d, checksum errors %d; ip: in %d out %d, malformed %d; owned ports %d\n",
 		st.UDPPacketsReceived, st.UDPPacketsSent, st.UDPChecksumErrors, st.IPPacketsReceived, st.IPPacketsSent, st.IPMalformed, st.OwnedPorts)

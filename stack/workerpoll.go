@@ -43,6 +43,10 @@ type pollState struct {
 	entry    waiter.Entry
 	queued   atomic.Bool // on the ready list
 	ended    atomic.Bool // done called (or on its way)
+	// direct is set when the fast path's receive handed consume bytes
+	// straight from a frame (placeDirect), for pollRead to call
+	// consumed for them.
+	direct atomic.Bool
 }
 
 // init sets p up to be pushed to ready, and run there, on the events of
@@ -161,9 +165,35 @@ func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func() (woke boo
 	p.init(&c.s.ep.ready, func() { c.pollRead(p) }, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
 	c.poll.Store(p)
 	c.wq.EventRegister(&p.entry)
+	if !c.s.cfg.NoFastPath {
+		c.ep.SetFastConsumer(func(b []byte) bool { return c.placeDirect(p, b) })
+	}
 	// Whatever arrived before the registration fired no event.
 	c.s.ep.ready.push(p)
 	return nil
+}
+
+// placeDirect is the fast path's consumer (netstack's SetFastConsumer)
+// for a worker-read connection: the bytes of an in-order segment go to
+// consume straight from the receive frame, while nothing waits in the
+// receive queue, so that a queue pair's engine places them into
+// registered memory with one copy (the frame's), not two (the frame's
+// into netstack's buffer, then that buffer's). consumed follows on the
+// worker's ready list, with the connection unlocked, as after a read.
+// Called with the connection locked.
+func (c *tcpConn) placeDirect(p *pollState, b []byte) bool {
+	if p.ended.Load() {
+		return false
+	}
+	if t := c.s.ep.trace; t != nil {
+		t.read()
+	}
+	p.w.consume(b)
+	c.s.pollDirect.Add(uint64(len(b)))
+	if !p.direct.Swap(true) {
+		p.push()
+	}
+	return true
 }
 
 // pollRead reads what the connection has queued and hands it to the
@@ -172,12 +202,18 @@ func (c *tcpConn) pollRead(p *pollState) {
 	p.queued.Store(false)
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
+	if p.direct.Swap(false) && !p.ended.Load() && p.consumed() {
+		// Bytes placeDirect handed over, which came before anything
+		// queued now.
+		c.s.ep.setWoke()
+	}
 	for i := 0; !p.ended.Load(); i++ {
 		if i == maxPollReads {
 			c.s.ep.ready.push(p)
 			return
 		}
 		n, err := c.ep.ReadCount(&p.w, tcpip.ReadOptions{})
+		c.s.pollQueued.Add(uint64(n))
 		if n > 0 {
 			if t := c.s.ep.trace; t != nil {
 				t.read()
@@ -217,6 +253,7 @@ func (c *tcpConn) endPoll(err error) {
 		return
 	}
 	c.wq.EventUnregister(&p.entry)
+	c.ep.SetFastConsumer(nil)
 	go p.done(err)
 }
 
