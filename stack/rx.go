@@ -62,6 +62,7 @@ func (e *endpoint) worker(i int, q *queue) {
 	}
 	var idleSince time.Time
 	idle := 0
+	behind := 0 // loops in a row that left a full batch on the RX ring
 	// runtime.GOMAXPROCS takes the scheduler's lock: read it when the
 	// worker starts and then only every osYield empty polls, not at every
 	// request.
@@ -107,6 +108,18 @@ func (e *endpoint) worker(i int, q *queue) {
 				t.processed()
 			}
 			idle = 0
+			if n == batchSize && behind < maxBehindSkips {
+				// The RX ring still holds a full batch after the
+				// worker took maxRxBatches: it is behind (a burst of
+				// connections, a flood). A yield now would queue it
+				// behind every goroutine its batches readied while
+				// the ring fills and the fill ring runs dry; the
+				// goroutines get their turn within maxBehindSkips
+				// loops, the woke flag kept for it.
+				behind++
+				continue
+			}
+			behind = 0
 			if q.takeWoke() {
 				// The TCP processing in runDeferred readied the
 				// application goroutines it had data for, most likely
@@ -199,6 +212,11 @@ func (q *queue) runDeferred() {
 // maxRxBatches is how many full batches the worker takes from the RX ring
 // before running the TCP processing they call for.
 const maxRxBatches = 4
+
+// maxBehindSkips bounds how many loops in a row a worker that is behind
+// (its RX ring still full after maxRxBatches) skips its yield to the
+// goroutines it woke: 8 loops of 4 full batches, 2,048 frames.
+const maxBehindSkips = 8
 
 // The worker's verdicts on received frames.
 const (
