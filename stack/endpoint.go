@@ -60,7 +60,7 @@ type queue struct {
 	// synFast counts the verdicts on the SYNs early demux offered a
 	// listener to answer on the worker (tcp.SynVerdict, then
 	// synMissRoute).
-	synFast [numSynVerdicts]atomic.Uint64
+	synFast [tcp.NumSynVerdicts + 1]atomic.Uint64
 	// flows is early demux's cache of established connections.
 	flows flowCache
 	// flags are the kick protocol's (kick.go).
