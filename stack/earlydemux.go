@@ -225,10 +225,6 @@ const synMissRoute = tcp.NumSynVerdicts
 // numSynVerdicts is how many verdicts queue.synFast counts.
 const numSynVerdicts = tcp.NumSynVerdicts + 1
 
-// synFrameMax is the largest SYN-ACK frame: Ethernet, IPv6 and a TCP
-// header with every option.
-const synFrameMax = ethHeaderLen + header.IPv6MinimumSize + header.TCPHeaderMaximumSize
-
 // answerSyn offers listener ep the SYN th, received in frame with an IP
 // header of ipLen bytes, and reports whether the SYN is dealt with
 // (answered, or dropped as the listener would drop it).
@@ -237,34 +233,29 @@ func (f *earlyDemux) answerSyn(q *queue, frame []byte, ipLen int, th header.TCP,
 		q.synFast[synMissRoute].Add(1)
 		return false
 	}
-	q.txMu.Lock()
-	defer q.txMu.Unlock()
-	q.io.Complete()
-	addr, ok := q.allocFrame()
-	if !ok {
-		// Out of TX frames: netstack's path waits for one.
-		q.synFast[tcp.SynMissBusy].Add(1)
-		return false
-	}
-	out := q.io.Frame(addr)
-	if len(out) < synFrameMax {
-		q.io.Free(addr)
-		q.synFast[synMissRoute].Add(1)
-		return false
-	}
-	l4 := ethHeaderLen + ipLen
-	syn, v := ep.AnswerSyn(*id, nicID, th, out[l4:])
+	// The TCP header first, outside the TX lock that writers of replies
+	// take (the cookie's hashes are the longest part of the answer).
+	var hdr [header.TCPHeaderMaximumSize]byte
+	syn, v := ep.AnswerSyn(*id, nicID, th, hdr[:])
 	q.synFast[v].Add(1)
 	if v != tcp.SynAnswered {
-		q.io.Free(addr)
 		return v == tcp.SynDropped
 	}
+	l4 := ethHeaderLen + ipLen
+	q.txMu.Lock()
+	defer q.txMu.Unlock()
+	addr, ok := q.allocFrame()
+	if !ok {
+		// No TX frame: the SYN-ACK is lost as if on the wire, and the
+		// peer sends its SYN again.
+		q.txNoFrame.Add(1)
+		return true
+	}
+	out := q.io.Frame(addr)
 	// Ethernet: back to where the SYN came from.
 	copy(out[0:6], frame[6:12])
 	copy(out[6:12], f.mac)
 	copy(out[12:14], frame[12:14])
-	tcpHdr := header.TCP(out[l4 : l4+syn.Len])
-	var xsum uint16
 	if ipLen == header.IPv4MinimumSize {
 		ip := header.IPv4(out[ethHeaderLen:l4])
 		ip.Encode(&header.IPv4Fields{
@@ -287,12 +278,12 @@ func (f *earlyDemux) answerSyn(q *queue, frame []byte, ipLen int, th header.TCP,
 			DstAddr:           id.RemoteAddress,
 		})
 	}
-	xsum = header.PseudoHeaderChecksum(header.TCPProtocolNumber, id.LocalAddress, id.RemoteAddress, uint16(syn.Len))
+	tcpHdr := header.TCP(out[l4 : l4+copy(out[l4:], hdr[:syn.Len])])
+	xsum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, id.LocalAddress, id.RemoteAddress, uint16(syn.Len))
 	tcpHdr.SetChecksum(^checksum.Checksum(tcpHdr, xsum))
 	q.txDescs[0] = xsk.Desc{Addr: addr, Len: uint32(l4 + syn.Len)}
 	if q.io.Enqueue(q.txDescs[:1]) != 1 {
-		// TX ring full: the SYN-ACK is lost as if on the wire; the
-		// peer retransmits its SYN.
+		// TX ring full: lost as if on the wire too.
 		q.io.Free(addr)
 		q.txNoFrame.Add(1)
 		return true
