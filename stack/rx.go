@@ -109,11 +109,11 @@ func (e *endpoint) worker(i int, q *queue) {
 			}
 			idle = 0
 			if n == batchSize && behind < maxBehindSkips {
-				// The RX ring still holds a full batch after the
-				// worker took maxRxBatches: it is behind (a burst of
-				// connections, a flood). A yield now would queue it
-				// behind every goroutine its batches readied while
-				// the ring fills and the fill ring runs dry; the
+				// The worker took maxRxBatches full batches, so more
+				// most likely wait on the RX ring: it is behind (a
+				// burst of connections, a flood). A yield now would
+				// queue it behind every goroutine its batches readied
+				// while the ring fills and the fill ring runs dry; the
 				// goroutines get their turn within maxBehindSkips
 				// loops, the woke flag kept for it.
 				behind++
@@ -131,6 +131,7 @@ func (e *endpoint) worker(i int, q *queue) {
 			}
 			continue
 		}
+		behind = 0
 		if idle == 0 {
 			q.io.Refill()
 		}
