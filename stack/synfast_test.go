@@ -98,7 +98,6 @@ func TestScriptSynOnWorkerMatchesListener(t *testing.T) {
 			p := newScriptPeer(t, tc.o)
 			frames := p.synAckFrames()
 			ln := p.listen()
-			accepted := p.start(ln.Accept)
 			p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
 			// The same SYN twice: the same timestamps too.
 			syn := seg{Flags: "S", Seq: 0, TSval: 5000, TSecr: 1}
@@ -121,6 +120,10 @@ func TestScriptSynOnWorkerMatchesListener(t *testing.T) {
 				t.Fatalf("the worker's SYN-ACK differs from the listener's:\nworker   %x\nlistener %x", a, b)
 			}
 			p.s.ep.demux.noSyn.Store(false)
+			// Accept only now: an Accept under way holds the
+			// listener's lock for a moment, and a SYN then is
+			// netstack's to answer.
+			accepted := p.start(ln.Accept)
 			p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
 			accepted("ustack accepted no connection from the cookie's ACK")
 			checkCookieStats(t, p.s, 2, 1, 0)
@@ -135,10 +138,10 @@ func TestScriptSynOnWorkerMatchesListener(t *testing.T) {
 func TestScriptSynOnWorkerAuto(t *testing.T) {
 	p := newScriptPeer(t, scriptOptions{Timestamps: true, WScale: 7})
 	ln := p.listen()
-	accepted := p.start(ln.Accept)
 	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
 	p.Send(seg{Flags: "S", Seq: 0})
 	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+	accepted := p.start(ln.Accept) // after the SYN (see above)
 	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
 	accepted("ustack accepted no connection")
 	st := p.s.Stats()
@@ -246,13 +249,13 @@ func TestScriptListenerIgnoresRst(t *testing.T) {
 func TestScriptSynCookieSynWithData(t *testing.T) {
 	p := newScriptPeer(t, scriptOptions{Timestamps: true, WScale: 7, Config: alwaysCookies})
 	ln := p.listen()
-	accepted := p.start(ln.Accept)
 	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
 	p.Send(seg{Flags: "S", Seq: 0, Payload: []byte("early")})
 	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
 	if st := p.s.Stats(); st.TCPSynsOnWorker != 1 {
 		t.Fatalf("%d SYNs answered on the worker, want 1", st.TCPSynsOnWorker)
 	}
+	accepted := p.start(ln.Accept) // after the SYN (see above)
 	p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("early")})
 	c := accepted("ustack accepted no connection from the cookie's ACK")
 	if got := readUpTo(t, c, 5); string(got) != "early" {
