@@ -147,6 +147,11 @@ type listenContext struct {
 	// +checklocks:hasherMu
 	sum [sha1.Size]byte
 
+	// in holds what cookieHash feeds the hasher (ustack).
+	//
+	// +checklocks:hasherMu
+	in [2 * 16]byte
+
 	// v6Only is true if listenEP is a dual stack socket and has the
 	// IPV6_V6ONLY option set.
 	v6Only bool
@@ -188,23 +193,28 @@ func newListenContext(stk *stack.Stack, protocol *protocol, listenEP *Endpoint, 
 // +checklocksexclude:l.hasherMu
 func (l *listenContext) cookieHash(id stack.TransportEndpointID, ts uint32, nonceIndex int) uint32 {
 
-	// Initialize block with fixed-size data: local ports and v.
-	var payload [8]byte
-	binary.BigEndian.PutUint16(payload[0:], id.LocalPort)
-	binary.BigEndian.PutUint16(payload[2:], id.RemotePort)
-	binary.BigEndian.PutUint32(payload[4:], ts)
-
 	// Feed everything to the hasher.
 	l.hasherMu.Lock()
 	l.hasher.Reset()
 
+	// Initialize block with fixed-size data: local ports and v.
+	//
+	// ustack: the block and the addresses go through a buffer of the
+	// context's, the same bytes in the same order, so that nothing of
+	// this frame escapes to the heap through the hasher's interface.
+	in := l.in[:8]
+	binary.BigEndian.PutUint16(in[0:], id.LocalPort)
+	binary.BigEndian.PutUint16(in[2:], id.RemotePort)
+	binary.BigEndian.PutUint32(in[4:], ts)
+
 	// Per hash.Hash.Writer:
 	//
 	// It never returns an error.
-	l.hasher.Write(payload[:])
+	l.hasher.Write(in)
 	l.hasher.Write(l.nonce[nonceIndex][:])
-	l.hasher.Write(id.LocalAddress.AsSlice())
-	l.hasher.Write(id.RemoteAddress.AsSlice())
+	in = append(l.in[:0], id.LocalAddress.AsSlice()...)
+	in = append(in, id.RemoteAddress.AsSlice()...)
+	l.hasher.Write(in)
 
 	// Finalize the calculation of the hash and return the first 4 bytes.
 	h := binary.BigEndian.Uint32(l.hasher.Sum(l.sum[:0]))

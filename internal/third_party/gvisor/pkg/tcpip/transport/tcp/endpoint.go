@@ -3310,12 +3310,15 @@ func (e *Endpoint) updateReceiveMemUsed(delta int) {
 // maxReceiveBufferSize returns the stack wide maximum receive buffer size for
 // an endpoint.
 func (e *Endpoint) maxReceiveBufferSize() int {
-	var rs tcpip.TCPReceiveBufferSizeRangeOption
-	if err := e.stack.TransportProtocolOption(ProtocolNumber, &rs); err != nil {
+	// ustack: read from the endpoint's protocol as its Option reads it;
+	// an option read through the stack's interface escapes to the heap.
+	if e.protocol == nil {
 		// As a fallback return the hardcoded max buffer size.
 		return MaxBufferSize
 	}
-	return rs.Max
+	e.protocol.mu.RLock()
+	defer e.protocol.mu.RUnlock()
+	return e.protocol.recvBufferSize.Max
 }
 
 // connDirectionState returns the send and receive close state of the endpoint.

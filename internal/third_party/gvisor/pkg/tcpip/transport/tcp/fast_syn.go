@@ -115,10 +115,14 @@ func (e *Endpoint) AnswerSyn(id stack.TransportEndpointID, nicID tcpip.NICID, sy
 		ttl = ne.DefaultTTL()
 	}
 
+	// The protocol's options, read as its Option method reads them (an
+	// option read through the stack's interface escapes to the heap).
+	e.protocol.mu.RLock()
+	always, sackEnabled := e.protocol.alwaysUseSynCookies, e.protocol.sackEnabled
+	e.protocol.mu.RUnlock()
 	full := e.acceptQueueIsFull()
 	if !full {
-		var always tcpip.TCPAlwaysUseSynCookies
-		if err := e.stack.TransportProtocolOption(header.TCPProtocolNumber, &always); err != nil || !bool(always) {
+		if !always {
 			e.acceptMu.Lock()
 			pressure := len(e.acceptQueue.pendingEndpoints) == e.acceptQueue.capacity-1
 			e.acceptMu.Unlock()
@@ -161,8 +165,7 @@ func (e *Endpoint) AnswerSyn(id stack.TransportEndpointID, nicID tcpip.NICID, sy
 			synOpts.WS = e.rcvWndScaleForHandshake()
 			tsOpts = uint32(opts.WS)
 		}
-		var sackEnabled tcpip.TCPSACKEnabled
-		if err := e.stack.TransportProtocolOption(ProtocolNumber, &sackEnabled); err == nil && bool(sackEnabled) && opts.SACKPermitted {
+		if sackEnabled && opts.SACKPermitted {
 			synOpts.SACKPermitted = true
 			tsOpts |= cookieTSSACK
 		}
