@@ -116,6 +116,7 @@ func (f *earlyDemux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 	var ep gstack.TransportEndpoint
 	slot := &q.flows[flowSlot(&id)]
 	tep := slot.ep
+	listening := false // a listener's (never in the flow cache)
 	if tep != nil && slot.id == id && tep.EndpointState() == tcp.StateEstablished {
 		ep = tep
 	} else {
@@ -124,11 +125,16 @@ func (f *earlyDemux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 			return false
 		}
 		tep, _ = ep.(*tcp.Endpoint)
-		if tep != nil && tep.EndpointState() == tcp.StateEstablished {
-			slot.id, slot.ep = id, tep
+		if tep != nil {
+			switch tep.EndpointState() {
+			case tcp.StateEstablished:
+				slot.id, slot.ep = id, tep
+			case tcp.StateListen:
+				listening = true
+			}
 		}
 	}
-	if f.fast && tep != nil && !f.noSyn.Load() && tep.EndpointState() == tcp.StateListen {
+	if f.fast && listening && !f.noSyn.Load() {
 		// A listener's SYN answered, or RST dropped, here (netstack
 		// patch 0086).
 		flags := th.Flags()

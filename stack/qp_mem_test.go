@@ -97,6 +97,22 @@ func connectQP(t *testing.T, a, b *qpEnd, dial func(ctx context.Context) (net.Co
 	}
 }
 
+// connectQPOverPair connects a queue pair on mp.a to one on mp.b over
+// ustack's TCP (QPConfig.ReaderGoroutine set to reader on both).
+func connectQPOverPair(t *testing.T, mp *memPair, reader bool) (a, b *qpEnd) {
+	t.Helper()
+	ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 4791).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	a, b = newQPEndCfg(t, reader), newQPEndCfg(t, reader)
+	connectQP(t, a, b, func(ctx context.Context) (net.Conn, error) {
+		return mp.a.DialContext(ctx, "tcp4", ln.Addr().String())
+	}, ln)
+	return a, b
+}
+
 // exerciseQP runs every operation from a against b and checks the bytes.
 func exerciseQP(t *testing.T, a, b *qpEnd) {
 	t.Helper()
@@ -164,15 +180,7 @@ func TestMemQueuePairOverUstack(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				mp := newMemPair(t, poll)
-				ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 4791).String())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer ln.Close()
-				a, b := newQPEndCfg(t, reader), newQPEndCfg(t, reader)
-				connectQP(t, a, b, func(ctx context.Context) (net.Conn, error) {
-					return mp.a.DialContext(ctx, "tcp4", ln.Addr().String())
-				}, ln)
+				a, b := connectQPOverPair(t, mp, reader)
 				if a.q.Polled() == reader || b.q.Polled() == reader {
 					t.Fatalf("engine on the worker: %v and %v, want %v", a.q.Polled(), b.q.Polled(), !reader)
 				}
@@ -389,15 +397,7 @@ func TestMemQueuePairPlacesFromTheFrame(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mp := newMemPairCfg(t, Adaptive, tc.cfg, tc.cfg)
-			ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 4791).String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			a, b := newQPEnd(t), newQPEnd(t)
-			connectQP(t, a, b, func(ctx context.Context) (net.Conn, error) {
-				return mp.a.DialContext(ctx, "tcp4", ln.Addr().String())
-			}, ln)
+			a, b := connectQPOverPair(t, mp, false)
 			const chunk, total = 64 << 10, 4 << 20
 			before := mp.b.Stats()
 			for i := 0; i < total/chunk; i++ {

@@ -213,8 +213,8 @@ func (c *tcpConn) pollRead(p *pollState) {
 			return
 		}
 		n, err := c.ep.ReadCount(&p.w, tcpip.ReadOptions{})
-		c.s.pollQueued.Add(uint64(n))
 		if n > 0 {
+			c.s.pollQueued.Add(uint64(n))
 			if t := c.s.ep.trace; t != nil {
 				t.read()
 			}

@@ -502,6 +502,49 @@ func (a *acceptQueue) isFull() bool {
 	return a.endpoints.Len() >= a.capacity
 }
 
+// cookieSynAck returns the options and the cookie (its sequence number)
+// of the SYN-ACK that answers with a SYN cookie a SYN to e with sequence
+// number seq and options opts on the connection id, offering mss.
+//
+// Enable Timestamp option if the original syn did have the timestamp
+// option specified.
+//
+// ustack: with timestamps, offer window scale and SACK-permitted as an
+// ordinary SYN-ACK would, and keep the SYN's in the TSval (cookieTSVal);
+// without, offer neither, since nothing would bring them back. Shared by
+// handleListenSegment and AnswerSyn (patch 0086); the protocol's SACK
+// option is read from the protocol itself, as its Option reads it (read
+// through the stack's interface it escapes to the heap).
+//
+// +checklocks:e.mu
+// +checklocksexclude:ctx.hasherMu
+func (e *Endpoint) cookieSynAck(ctx *listenContext, id stack.TransportEndpointID, seq seqnum.Value, opts header.TCPSynOptions, mss uint16) (header.TCPSynOptions, seqnum.Value) {
+	synOpts := header.TCPSynOptions{
+		WS:    -1,
+		TS:    opts.TS,
+		TSEcr: opts.TSVal,
+		MSS:   mss,
+	}
+	if opts.TS {
+		offset := e.protocol.tsOffset(id.LocalAddress, id.RemoteAddress)
+		now := e.stack.Clock().NowMonotonic()
+		tsOpts := uint32(cookieTSWSMask)
+		if opts.WS >= 0 {
+			synOpts.WS = e.rcvWndScaleForHandshake()
+			tsOpts = uint32(opts.WS)
+		}
+		e.protocol.mu.RLock()
+		sackEnabled := e.protocol.sackEnabled
+		e.protocol.mu.RUnlock()
+		if sackEnabled && opts.SACKPermitted {
+			synOpts.SACKPermitted = true
+			tsOpts |= cookieTSSACK
+		}
+		synOpts.TSVal = cookieTSVal(offset.TSVal(now), tsOpts)
+	}
+	return synOpts, ctx.createCookie(id, seq, encodeMSS(opts.MSS))
+}
+
 // handleListenSegment is called when a listening endpoint receives a segment
 // and needs to handle it.
 //
@@ -578,38 +621,7 @@ func (e *Endpoint) handleListenSegment(ctx *listenContext, s *segment) tcpip.Err
 		}
 		defer route.Release()
 
-		// Enable Timestamp option if the original syn did have
-		// the timestamp option specified.
-		//
-		// Use the user supplied MSS on the listening socket for
-		// new connections, if available.
-		//
-		// ustack: with timestamps, offer window scale and
-		// SACK-permitted as an ordinary SYN-ACK would, and keep
-		// the SYN's in the TSval (cookieTSVal); without, offer
-		// neither, since nothing would bring them back.
-		synOpts := header.TCPSynOptions{
-			WS:    -1,
-			TS:    opts.TS,
-			TSEcr: opts.TSVal,
-			MSS:   calculateAdvertisedMSS(e.userMSS, route),
-		}
-		if opts.TS {
-			offset := e.protocol.tsOffset(net.DestinationAddress(), net.SourceAddress())
-			now := e.stack.Clock().NowMonotonic()
-			tsOpts := uint32(cookieTSWSMask)
-			if opts.WS >= 0 {
-				synOpts.WS = e.rcvWndScaleForHandshake()
-				tsOpts = uint32(opts.WS)
-			}
-			var sackEnabled tcpip.TCPSACKEnabled
-			if err := e.stack.TransportProtocolOption(ProtocolNumber, &sackEnabled); err == nil && bool(sackEnabled) && opts.SACKPermitted {
-				synOpts.SACKPermitted = true
-				tsOpts |= cookieTSSACK
-			}
-			synOpts.TSVal = cookieTSVal(offset.TSVal(now), tsOpts)
-		}
-		cookie := ctx.createCookie(s.id, s.sequenceNumber, encodeMSS(opts.MSS))
+		synOpts, cookie := e.cookieSynAck(ctx, s.id, s.sequenceNumber, opts, calculateAdvertisedMSS(e.userMSS, route))
 		fields := tcpFields{
 			id:        s.id,
 			ttl:       calculateTTL(route, e.ipv4TTL, e.ipv6HopLimit),

@@ -118,7 +118,7 @@ func (e *Endpoint) AnswerSyn(id stack.TransportEndpointID, nicID tcpip.NICID, sy
 	// The protocol's options, read as its Option method reads them (an
 	// option read through the stack's interface escapes to the heap).
 	e.protocol.mu.RLock()
-	always, sackEnabled := e.protocol.alwaysUseSynCookies, e.protocol.sackEnabled
+	always := e.protocol.alwaysUseSynCookies
 	e.protocol.mu.RUnlock()
 	full := e.acceptQueueIsFull()
 	if !full {
@@ -143,7 +143,7 @@ func (e *Endpoint) AnswerSyn(id stack.TransportEndpointID, nicID tcpip.NICID, sy
 		return SynAck{}, SynDropped
 	}
 
-	// handleListenSegment's cookie answer, from here on.
+	// handleListenSegment's cookie answer (cookieSynAck), from here on.
 	opts := header.ParseSynOptions(syn.Options(), false)
 	userMSS := e.userMSS
 	maxMSS := uint16(ne.MTU() - header.TCPMinimumSize)
@@ -151,28 +151,8 @@ func (e *Endpoint) AnswerSyn(id stack.TransportEndpointID, nicID tcpip.NICID, sy
 	if userMSS != 0 && userMSS < maxMSS {
 		mss = userMSS
 	}
-	synOpts := header.TCPSynOptions{
-		WS:    -1,
-		TS:    opts.TS,
-		TSEcr: opts.TSVal,
-		MSS:   mss,
-	}
-	if opts.TS {
-		offset := e.protocol.tsOffset(id.LocalAddress, id.RemoteAddress)
-		now := e.stack.Clock().NowMonotonic()
-		tsOpts := uint32(cookieTSWSMask)
-		if opts.WS >= 0 {
-			synOpts.WS = e.rcvWndScaleForHandshake()
-			tsOpts = uint32(opts.WS)
-		}
-		if sackEnabled && opts.SACKPermitted {
-			synOpts.SACKPermitted = true
-			tsOpts |= cookieTSSACK
-		}
-		synOpts.TSVal = cookieTSVal(offset.TSVal(now), tsOpts)
-	}
 	seq := seqnum.Value(syn.SequenceNumber())
-	cookie := ctx.createCookie(id, seq, encodeMSS(opts.MSS))
+	synOpts, cookie := e.cookieSynAck(ctx, id, seq, opts, mss)
 	wnd := ctx.rcvWnd
 	if wnd > math.MaxUint16 {
 		wnd = math.MaxUint16
