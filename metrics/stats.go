@@ -187,6 +187,8 @@ var statsExports = map[string]export{
 	"TCPFastMissAck":          {series: []series{shared(famFastMisses, "ack")}},
 	"TCPFastMissRecovery":     {series: []series{shared(famFastMisses, "recovery")}},
 	"PollBytesDirect":         own("poll_bytes_direct_total", "Bytes connections read on the worker (queue pairs) were given straight from the receive frame by the fast path's receive: one copy each."),
+	"HandlerBytesDirect":      own("handler_bytes_direct_total", "Bytes handlers' OnTraffic was given straight from the receive frame by the fast path's receive, with no copy."),
+	"HandlerBytesQueued":      own("handler_bytes_queued_total", "Bytes handlers' OnTraffic was given from the receive queue: segments the fast path left to netstack, or that arrived while the stream could not take them at once."),
 	"PollBytesQueued":         own("poll_bytes_queued_total", "Bytes connections read on the worker (queue pairs) read from the receive queue: segments the fast path left to netstack, or that arrived behind queued bytes."),
 	"TCPSegmentsDirect":       own("tcp_segments_direct_total", "TCP segments the fast path's direct send wrote to the link (Config.NoFastPath), a part of the TCP segments sent."),
 

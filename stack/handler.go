@@ -16,11 +16,14 @@ import (
 
 // Handlers: the run-to-completion API. A connection served by a Handler
 // has no goroutine of its own: the worker that processed the segments
-// calls the handler with the bytes, straight from netstack's buffers
-// with the connection unlocked (tcp.Endpoint.ReadFunc, netstack patch
-// 0076), and what the handler writes goes through netstack's send path
-// onto the TX ring before the worker polls again, carrying the ACK the
-// request was owed (delayed ACKs ride on replies).
+// calls the handler with the bytes, with the connection unlocked, and
+// what the handler writes goes through netstack's send path onto the TX
+// ring before the worker polls again, carrying the ACK the request was
+// owed (delayed ACKs ride on replies). A segment the fast path's receive
+// takes (netstack patch 0084) is given to OnTraffic straight from the
+// receive frame, right after its TCP processing and before the next
+// frame's (takeDirect, runDirect); anything else is read from netstack's
+// receive queue, from its buffers (tcp.Endpoint.ReadFunc, patch 0076).
 //
 // The worker finds a stream to serve on the endpoint's ready list, as it
 // finds a PollOnWorker connection (workerpoll.go): the connection's
@@ -39,8 +42,8 @@ type Handler interface {
 	// accepts; DialHandler's before DialHandler returns.
 	OnOpen(s *Stream)
 	// OnTraffic is called with bytes that arrived, in order. b is
-	// netstack's buffer, valid only during the call: copy what must
-	// outlive it (a partial request, say). One batch of segments may
+	// the receive frame or netstack's buffer, valid only during the
+	// call: copy what must outlive it (a partial request, say). One batch of segments may
 	// take several calls. b is nil when the call is a Wake's.
 	OnTraffic(s *Stream, b []byte)
 	// OnClose is called once, when the connection ends: err is nil
@@ -111,6 +114,7 @@ type Stream struct {
 	ended    bool   // OnClose called
 	onData   func([]byte)
 	userData any
+	fast     tcp.FastConsumer // OnTraffic straight from the frame
 
 	// From any goroutine.
 	amu   sync.Mutex
@@ -329,7 +333,8 @@ func (s *Stream) serve() {
 			s.poll.push()
 			break
 		}
-		_, err := s.ep.ReadFunc(maxStreamRead, s.onData)
+		n, err := s.ep.ReadFunc(maxStreamRead, s.onData)
+		s.st.streamQueued.Add(uint64(n))
 		if err == nil {
 			continue
 		}
@@ -359,12 +364,46 @@ func (s *Stream) serve() {
 		}
 		break
 	}
+	s.finish()
+}
+
+// finish calls OnClose once the stream has closed.
+func (s *Stream) finish() {
 	if s.closed && !s.ended {
 		s.ended = true
 		s.poll.ended.Store(true)
 		s.h.OnClose(s, s.endErr)
 		s.st.streams.remove(s)
 	}
+}
+
+// takeDirect is the fast path's consumer (netstack's FastConsumer.Take)
+// for a stream: the payload of an in-order segment, while nothing waits
+// in the receive queue, goes to OnTraffic straight from the receive
+// frame (runDirect), with no copy into netstack's buffers and no turn on
+// the ready list, if the stream can take it now: not closing, no written
+// bytes held back (which stop reading), no Wake pending, and not being
+// served by another worker. It keeps the stream's lock for runDirect.
+// Called with the connection locked, on the worker that received it.
+func (s *Stream) takeDirect(b []byte) bool {
+	if !s.mu.TryLock() {
+		return false
+	}
+	if s.ended || s.closing || s.closed || len(s.pending) > 0 || s.wake.Load() {
+		s.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// runDirect (FastConsumer.Taken) calls OnTraffic with the bytes
+// takeDirect took, the connection unlocked, so that the handler's reply
+// goes out at once, carrying the ACK the request is owed.
+func (s *Stream) runDirect(b []byte) {
+	s.st.streamDirect.Add(uint64(len(b)))
+	s.onData(b)
+	s.finish()
+	s.mu.Unlock()
 }
 
 // takeAsync writes what other goroutines queued with AsyncWrite.
@@ -442,6 +481,9 @@ func (st *Stack) newStream(ep *tcp.Endpoint, wq *waiter.Queue, keys []portKey, h
 	}
 	s.poll.init(&st.ep.ready, s.serve, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
 	s.wentry.Init(&s.poll, waiter.WritableEvents)
+	if !st.cfg.NoFastPath {
+		s.fast = tcp.FastConsumer{Take: s.takeDirect, Taken: s.runDirect}
+	}
 	return s
 }
 
@@ -462,6 +504,9 @@ func (s *Stream) open() {
 	s.h.OnOpen(s)
 	if !s.closed {
 		s.wq.EventRegister(&s.poll.entry)
+		if s.fast.Take != nil {
+			s.ep.SetFastConsumer(&s.fast)
+		}
 	}
 	s.mu.Unlock()
 	// What arrived before the registration fired no event (and a stream

@@ -495,3 +495,88 @@ func TestMemHandlerEOF(t *testing.T) {
 		t.Errorf("OnClose: %v, want io.EOF", err)
 	}
 }
+
+// TestMemHandlerFromTheFrame: with the fast path, a handler's OnTraffic
+// is given a request's bytes straight from the receive frame (netstack's
+// FastConsumer), on the worker, before the frame is recycled: all of a
+// quiet ping-pong's. Without it (Config.NoFastPath) every byte comes
+// through the receive queue. With faults on the wire, the segments out of
+// order take the queue and direct delivery resumes once it is empty. A
+// 1 MiB message, which fills the send buffer (writes held back stop
+// direct delivery), echoes whole every way.
+func TestMemHandlerFromTheFrame(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  func(*Config)
+	}{
+		{"fast-path", nil},
+		{"no-fast-path", func(c *Config) { c.NoFastPath = true }},
+		{"faults", func(c *Config) {
+			c.Faults = &Faults{Seed: 9, RX: FaultRates{Drop: 0.01, Reorder: 0.01, Duplicate: 0.01, Corrupt: 0.01}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mp := newMemPairCfg(t, Adaptive, tc.cfg, tc.cfg)
+			h := &echoHandler{}
+			ln, err := mp.b.ListenHandler("tcp4", ":11", h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), 11).String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(60 * time.Second))
+			before := mp.b.Stats()
+			const rounds = 500
+			msg, got := make([]byte, 64), make([]byte, 64)
+			for i := 0; i < rounds; i++ {
+				for j := range msg {
+					msg[j] = byte(i + j)
+				}
+				if _, err := c.Write(msg); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := io.ReadFull(c, got); err != nil {
+					t.Fatalf("round %d: %v", i, err)
+				}
+				if !bytes.Equal(got, msg) {
+					t.Fatalf("round %d: echo differs", i)
+				}
+			}
+			st := mp.b.Stats()
+			direct, queued := st.HandlerBytesDirect-before.HandlerBytesDirect, st.HandlerBytesQueued-before.HandlerBytesQueued
+			t.Logf("ping-pong: %d bytes from the frame, %d from the receive queue", direct, queued)
+			if direct+queued != rounds*64 {
+				t.Fatalf("OnTraffic was given %d bytes, want the %d written", direct+queued, rounds*64)
+			}
+			switch {
+			case tc.name == "no-fast-path" && direct != 0:
+				t.Errorf("%d bytes given from the frame with the fast path off", direct)
+			case tc.name == "fast-path" && queued > direct:
+				t.Errorf("%d bytes came through the receive queue beside %d from the frame: want most from the frame", queued, direct)
+			case tc.name != "no-fast-path" && direct == 0:
+				t.Error("no byte given from the frame")
+			}
+
+			big := make([]byte, 1<<20)
+			rng := rand.New(rand.NewPCG(3, 4))
+			for i := range big {
+				big[i] = byte(rng.Uint32())
+			}
+			go c.Write(big)
+			back := make([]byte, len(big))
+			if _, err := io.ReadFull(c, back); err != nil {
+				t.Fatal(err)
+			}
+			if sha256.Sum256(back) != sha256.Sum256(big) {
+				t.Fatal("1 MiB echo differs")
+			}
+			if errs := h.closeErrs(); len(errs) != 0 {
+				t.Fatalf("handler saw %v", errs)
+			}
+		})
+	}
+}

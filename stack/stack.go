@@ -62,6 +62,9 @@ type Stack struct {
 	// from the receive frame by the fast path (placeDirect), and read
 	// from the receive queue.
 	pollDirect, pollQueued atomic.Uint64
+	// Bytes handlers were given: straight from the frame (runDirect),
+	// and read from the receive queue (serve).
+	streamDirect, streamQueued atomic.Uint64
 }
 
 // linkInfo is what ustack knows of the link it runs on.

@@ -129,6 +129,13 @@ type Stats struct {
 	// receive queue (PollBytesQueued: the segments the fast path left to
 	// netstack, or that arrived while earlier bytes waited there).
 	PollBytesDirect, PollBytesQueued uint64
+
+	// Bytes handlers' OnTraffic was given: straight from the receive
+	// frame by the fast path's receive (HandlerBytesDirect: no copy),
+	// and from the receive queue (HandlerBytesQueued: what the fast
+	// path left to netstack, or what arrived while the stream could
+	// not take it at once).
+	HandlerBytesDirect, HandlerBytesQueued uint64
 }
 
 // Stats returns a snapshot of the stack's counters. Errors reading the
@@ -196,6 +203,7 @@ func (s *Stack) Stats() Stats {
 	st.TCPSynMissCookie, st.TCPSynMissBusy, st.TCPSynMissRoute = syn[tcp.SynMissCookie], syn[tcp.SynMissBusy], syn[synMissRoute]
 	st.TCPSynMissOther = syn[tcp.SynMissState] + syn[tcp.SynMissIP]
 	st.PollBytesDirect, st.PollBytesQueued = s.pollDirect.Load(), s.pollQueued.Load()
+	st.HandlerBytesDirect, st.HandlerBytesQueued = s.streamDirect.Load(), s.streamQueued.Load()
 	st.TCPSegmentsDirect = s.ns.DirectWrites()
 	st.TCPDirectMissSize, st.TCPDirectMissRoute, st.TCPDirectMissUnresolved = s.ns.DirectMisses()
 	st.UDPPacketsReceived = ns.UDP.PacketsReceived.Value()
@@ -256,6 +264,9 @@ func (st Stats) Summary() string {
 	}
 	if st.PollBytesDirect+st.PollBytesQueued > 0 {
 		fmt.Fprintf(&b, "worker-read bytes: %d straight from the frame, %d from the receive queue\n", st.PollBytesDirect, st.PollBytesQueued)
+	}
+	if st.HandlerBytesDirect+st.HandlerBytesQueued > 0 {
+		fmt.Fprintf(&b, "handler bytes: %d straight from the frame, %d from the receive queue\n", st.HandlerBytesDirect, st.HandlerBytesQueued)
 	}
 	fmt.Fprintf(&b, "udp: in %d out %d, checksum errors %d; ip: in %d out %d, malformed %d; owned ports %d\n",
 		st.UDPPacketsReceived, st.UDPPacketsSent, st.UDPChecksumErrors, st.IPPacketsReceived, st.IPPacketsSent, st.IPMalformed, st.OwnedPorts)

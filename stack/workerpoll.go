@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
 )
 
@@ -47,6 +48,7 @@ type pollState struct {
 	// straight from a frame (placeDirect), for pollRead to call
 	// consumed for them.
 	direct atomic.Bool
+	fast   tcp.FastConsumer // the fast path's consumer, if set
 }
 
 // init sets p up to be pushed to ready, and run there, on the events of
@@ -166,7 +168,8 @@ func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func() (woke boo
 	c.poll.Store(p)
 	c.wq.EventRegister(&p.entry)
 	if !c.s.cfg.NoFastPath {
-		c.ep.SetFastConsumer(func(b []byte) bool { return c.placeDirect(p, b) })
+		p.fast.Take = func(b []byte) bool { return c.placeDirect(p, b) }
+		c.ep.SetFastConsumer(&p.fast)
 	}
 	// Whatever arrived before the registration fired no event.
 	c.s.ep.ready.push(p)

@@ -132,11 +132,12 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 	// A consumer (SetFastConsumer) takes the payload from the caller's
 	// buffer if nothing waits in the receive queue ahead of it.
 	consumed := false
-	if fn := e.rcv.consumer; fn != nil {
+	c := e.rcv.consumer
+	if c != nil {
 		e.rcvQueueMu.Lock()
 		idle := e.RcvBufUsed == 0 && !e.RcvClosed
 		e.rcvQueueMu.Unlock()
-		consumed = idle && len(payload) <= 1<<16 && fn(payload)
+		consumed = idle && len(payload) <= 1<<16 && c.Take(payload)
 	}
 
 	s := newSegment()
@@ -155,10 +156,8 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 	case consumed:
 		// The consumer has the bytes; the segment keeps only their
 		// length, so that ACK processing and memory accounting see
-		// the segment the ordinary path would.
-		if v != nil {
-			v.Release()
-		}
+		// the segment the ordinary path would. v, which holds them,
+		// is released after Taken.
 		data = buffer.MakeWithView(consumedPayload(len(payload)))
 	case v != nil:
 		v.TrimFront(payloadOff)
@@ -179,6 +178,14 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 	e.mu.Unlock()
 	if !e.pendingInline.Swap(true) {
 		d.Defer(e)
+	}
+	if consumed {
+		if c.Taken != nil {
+			c.Taken(payload)
+		}
+		if v != nil {
+			v.Release()
+		}
 	}
 	return FastHit
 }
@@ -273,25 +280,39 @@ func (e *Endpoint) receiveFastLocked(s *segment, consumed bool) {
 	e.resetKeepaliveTimer(true /* receivedData */)
 }
 
+// FastConsumer takes the payload of in-order segments straight from the
+// fast path's receive (SetFastConsumer).
+type FastConsumer struct {
+	// Take is offered the payload of each segment the fast path
+	// accepts while nothing waits in the receive queue, and reports
+	// whether it takes it. It runs with the endpoint locked, on the
+	// goroutine that delivered the segment, with the bytes in that
+	// goroutine's buffer (the receive frame itself: no copy before
+	// Take's), valid during the call. Bytes it takes are the stream's
+	// next, as if read from the queue: RCV.NXT advances, the receive
+	// buffer is not charged, and no readable event fires for them.
+	Take func([]byte) bool
+	// Taken, if not nil, follows every Take that took the bytes, on
+	// the same goroutine, with the endpoint unlocked and the same bytes
+	// still valid: where a consumer that must call the endpoint (to
+	// write a reply, say) uses them.
+	Taken func([]byte)
+}
+
 // SetFastConsumer has the fast path's receive hand the payload of each
-// segment it accepts to fn instead of the receive queue, whenever nothing
-// waits there: fn runs with the endpoint locked, on the goroutine that
-// delivered the segment, with the bytes in that goroutine's buffer (the
-// receive frame itself: no copy before fn's), valid during the call, and
-// reports whether it took them. Bytes it takes are the stream's next, as
-// if read from the queue: RCV.NXT advances, the receive buffer is not
-// charged, and no readable event fires for them. Bytes it does not take,
-// and everything that misses the fast path, go to the receive queue as
-// always, so a consumer that takes bytes must also be the stream's only
-// reader, reading the queue in order. nil stops it. It returns false if
-// the endpoint has no receive side (not connected).
-func (e *Endpoint) SetFastConsumer(fn func([]byte) bool) bool {
+// segment it accepts to c instead of the receive queue, whenever nothing
+// waits there (see FastConsumer). Bytes it does not take, and everything
+// that misses the fast path, go to the receive queue as always, so a
+// consumer that takes bytes must also be the stream's only reader,
+// reading the queue in order. nil stops it. It returns false if the
+// endpoint has no receive side (not connected).
+func (e *Endpoint) SetFastConsumer(c *FastConsumer) bool {
 	e.LockUser()
 	defer e.UnlockUser()
 	if e.rcv == nil {
 		return false
 	}
-	e.rcv.consumer = fn
+	e.rcv.consumer = c
 	return true
 }
 

@@ -53,7 +53,7 @@ type receiver struct {
 	// consumer, when set, takes the payload the fast path's receive
 	// accepts while nothing waits in the receive queue (ustack:
 	// Endpoint.SetFastConsumer).
-	consumer func([]byte) bool
+	consumer *FastConsumer
 }
 
 func newReceiver(ep *Endpoint, irs seqnum.Value, rcvWnd seqnum.Size, rcvWndScale uint8) *receiver {
