@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
 )
@@ -398,12 +399,21 @@ func (s *Stream) takeDirect(b []byte) bool {
 
 // runDirect (FastConsumer.Taken) calls OnTraffic with the bytes
 // takeDirect took, the connection unlocked, so that the handler's reply
-// goes out at once, carrying the ACK the request is owed.
-func (s *Stream) runDirect(b []byte) {
+// goes out at once, carrying the ACK the request is owed. If the request
+// came alone in its RX batch, the worker kicks the reply right here,
+// before netstack processes the ACK the request carried and before the
+// batch's deferred work: in copy mode the frame leaves only with the
+// kick. Batches of several frames keep one kick for all their replies.
+func (s *Stream) runDirect(b []byte, d gstack.Deferrer) {
 	s.st.streamDirect.Add(uint64(len(b)))
 	s.onData(b)
 	s.finish()
 	s.mu.Unlock()
+	if dq, ok := d.(*deferred); ok && dq.solo {
+		for _, q := range s.st.ep.queues {
+			q.flushTx()
+		}
+	}
 }
 
 // takeAsync writes what other goroutines queued with AsyncWrite.

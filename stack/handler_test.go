@@ -14,6 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/seqnum"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 )
 
 // echoHandler echoes what it receives; it records its calls.
@@ -578,5 +581,59 @@ func TestMemHandlerFromTheFrame(t *testing.T) {
 				t.Fatalf("handler saw %v", errs)
 			}
 		})
+	}
+}
+
+// TestScriptHandlerReplyBeforeAck: a handler's request taken by the fast
+// path is answered before netstack processes the ACK the request
+// carries (netstack patch 0084's FastConsumer.Taken). Seen from the
+// wire nothing changes: each reply acknowledges its request and echoes
+// its TSval, no pure ACK precedes it, and the ACK the next request
+// carries for the previous reply is acted on (SND.UNA moves up to the
+// reply still in flight, which is then the only one outstanding).
+func TestScriptHandlerReplyBeforeAck(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Timestamps: true})
+	ln, err := p.s.ListenHandler("tcp4", netip.AddrPortFrom(p.remote.Addr(), 80).String(), &echoHandler{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
+	p.Send(seg{Flags: "S", Seq: 0})
+	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
+	var ep *tcp.Endpoint
+	waitFor(t, "the handler's stream", func() bool {
+		p.s.streams.mu.Lock()
+		defer p.s.streams.mu.Unlock()
+		for s := range p.s.streams.set {
+			ep = s.ep
+		}
+		return ep != nil
+	})
+
+	before := p.s.Stats()
+	seq, ack := uint32(1), uint32(1)
+	for i, req := range []string{"first request", "second", "third one"} {
+		tsval := uint32(50000 + i*100) // past the handshake's TSval
+		p.Send(seg{Flags: "PA", Seq: seq, Ack: ack, Payload: []byte(req), TSval: tsval})
+		seq += uint32(len(req))
+		got := p.Expect(seg{Flags: "PA", Seq: ack, Ack: seq, Payload: []byte(req)})
+		if !got.TS || got.TSecr != tsval {
+			t.Fatalf("reply %d echoes TSval %d (option %v), want %d", i, got.TSecr, got.TS, tsval)
+		}
+		ack += uint32(len(req))
+	}
+	p.ExpectNothing(20 * time.Millisecond)
+	st := p.s.Stats()
+	if d := st.HandlerBytesDirect - before.HandlerBytesDirect; d != uint64(seq-1) {
+		t.Errorf("%d bytes given from the frame, want all %d", d, seq-1)
+	}
+	fs := ep.FastState()
+	if out := fs.SndNxt - fs.SndUna; out != seqnum.Value(len("third one")) {
+		t.Errorf("%d bytes outstanding after the third request, want the third reply's %d: an ACK went unprocessed", out, len("third one"))
+	}
+	if fs.RcvNxt != fs.MaxSentAck {
+		t.Errorf("RCV.NXT %d, last ACK sent %d: a reply did not carry its ACK", fs.RcvNxt, fs.MaxSentAck)
 	}
 }

@@ -80,7 +80,9 @@ func (e *endpoint) worker(i int, q *queue) {
 			if t := e.trace; t != nil {
 				t.rx()
 			}
+			q.deferred.solo = n == 1
 			e.deliverBatch(q, q.rxDescs[:n])
+			q.deferred.solo = false
 			q.io.Recycle(q.rxDescs[:n])
 			// A full batch leaves more on the ring, under load most
 			// often the rest of a burst of ACKs: take it too before
@@ -321,6 +323,11 @@ func (e *endpoint) coalesce(q *queue, d gstack.NetworkDispatcher, descs []xsk.De
 // deferred is a netstack Deferrer: the transport work of one RX batch.
 type deferred struct {
 	work []gstack.DeferredWork
+	q    *queue // the queue whose worker runs it
+	// solo is set while the worker delivers an RX batch of one frame:
+	// a request alone, whose reply the worker kicks as soon as it is
+	// written (Stream.runDirect) rather than after the batch's work.
+	solo bool
 }
 
 // Defer implements gstack.Deferrer.

@@ -173,21 +173,50 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 	e.stack.Stats().TCP.ValidSegmentsReceived.Increment()
 	e.stats.SegmentsReceived.Increment()
 
-	e.receiveFastLocked(s, consumed)
+	if consumed && c.Taken != nil {
+		e.receiveFastTakenLocked(s, c, payload, d)
+	} else {
+		e.receiveFastLocked(s, consumed)
+		e.mu.Unlock()
+	}
 	s.DecRef()
-	e.mu.Unlock()
 	if !e.pendingInline.Swap(true) {
 		d.Defer(e)
 	}
-	if consumed {
-		if c.Taken != nil {
-			c.Taken(payload)
-		}
-		if v != nil {
-			v.Release()
-		}
+	if consumed && v != nil {
+		v.Release()
 	}
 	return FastHit
+}
+
+// receiveFastTakenLocked processes a predicted segment whose payload a
+// consumer took and will use in Taken (a handler that writes its reply
+// from there): the receiver's part first, and the timestamp to echo, so
+// that the reply, sent from Taken with the endpoint unlocked, carries
+// the ACK for the payload and echoes the segment's TSval exactly as
+// after the ordinary order; the ACK the segment carries (for our
+// previous reply, most often) is processed after Taken, off the path
+// from the request to the reply, as Linux leaves tcp_ack's bookkeeping
+// after the data is queued. The reply is sent against the send window
+// and SND.UNA as they were before this ACK: what they cannot take yet
+// stays queued and goes when the ACK's processing opens them. It
+// returns with the endpoint unlocked.
+//
+// +checklocksrelease:e.mu
+func (e *Endpoint) receiveFastTakenLocked(s *segment, c *FastConsumer, payload []byte, d stack.Deferrer) {
+	e.receiveFastDataLocked(s, true)
+	if e.SendTSOk && s.parsedOptions.TS {
+		e.updateRecentTimestamp(s.parsedOptions.TSVal, e.snd.MaxSentAck, s.sequenceNumber)
+	}
+	e.mu.Unlock()
+	c.Taken(payload, d)
+	e.mu.Lock()
+	// Taken may have closed the connection (an abort tears the sender
+	// down): its ACK then has nothing left to act on.
+	if st := e.EndpointState(); st.connected() && st != StateTimeWait {
+		e.receiveFastAckLocked(s)
+	}
+	e.mu.Unlock()
 }
 
 // predictLocked is header prediction: it reports why a segment of
@@ -244,6 +273,14 @@ func (e *Endpoint) predictLocked(hdr header.TCP, payloadLen int, hasTS bool, tsV
 //
 // +checklocks:e.mu
 func (e *Endpoint) receiveFastLocked(s *segment, consumed bool) {
+	e.receiveFastDataLocked(s, consumed)
+	e.receiveFastAckLocked(s)
+}
+
+// receiveFastDataLocked is the receiver's part of receiveFastLocked.
+//
+// +checklocks:e.mu
+func (e *Endpoint) receiveFastDataLocked(s *segment, consumed bool) {
 	r := e.rcv
 	segLen := seqnum.Size(s.payloadSize())
 	r.lastRcvdAckTime = s.rcvdTime
@@ -255,7 +292,14 @@ func (e *Endpoint) receiveFastLocked(s *segment, consumed bool) {
 		r.RcvAcc = r.RcvNxt
 	}
 	r.updateRTT(s.rcvdTime)
+}
 
+// receiveFastAckLocked is the rest of receiveFastLocked: the sender's ACK
+// processing, then what handleSegmentsLocked does after a batch but for
+// the owed ACK, which RunDeferred decides.
+//
+// +checklocks:e.mu
+func (e *Endpoint) receiveFastAckLocked(s *segment) {
 	sndUna := e.snd.SndUna
 	s.window <<= e.snd.SndWndScale
 	// The segment arrived a moment ago: its time serves the ACK's
@@ -295,8 +339,11 @@ type FastConsumer struct {
 	// Taken, if not nil, follows every Take that took the bytes, on
 	// the same goroutine, with the endpoint unlocked and the same bytes
 	// still valid: where a consumer that must call the endpoint (to
-	// write a reply, say) uses them.
-	Taken func([]byte)
+	// write a reply, say) uses them. d is the Deferrer ReceiveFast was
+	// given. The ACK the segment carries is processed after Taken
+	// returns (the reply goes out first); the receive side, and the
+	// timestamp a reply echoes, before Take.
+	Taken func(b []byte, d stack.Deferrer)
 }
 
 // SetFastConsumer has the fast path's receive hand the payload of each
