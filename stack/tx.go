@@ -1,12 +1,13 @@
 package stack
 
 import (
-	"encoding/binary"
+	"errors"
 	"runtime"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
+	"github.com/ustack-dev/ustack/offload"
 	"github.com/ustack-dev/ustack/xsk"
 )
 
@@ -113,24 +114,20 @@ func (e *endpoint) writeFrame(q *queue, hdr []byte, pkt *gstack.PacketBuffer) (b
 	q.txMu.Lock()
 	defer q.txMu.Unlock()
 	q.io.Complete()
-	q.txViews = appendViews(append(q.txViews[:0], hdr), pkt)
-	l4 := ethHeaderLen + header.IPv4MinimumSize
-	if len(hdr) > 13 && tcpip.NetworkProtocolNumber(binary.BigEndian.Uint16(hdr[12:14])) == header.IPv6ProtocolNumber {
-		l4 = ethHeaderLen + header.IPv6MinimumSize
-	}
-	if err := q.tx.Reset(q.txViews, l4, uint8(header.TCPProtocolNumber), 0); err != nil {
-		q.txOversize.Add(1)
-		return false, &tcpip.ErrMalformedHeader{}
-	}
 	addr, ok := q.allocFrame()
 	if !ok {
 		return false, nil
 	}
-	n, err := q.tx.WriteSegment(q.io.Frame(addr), 0)
+	q.txViews = appendViews(q.txViews[:0], pkt)
+	n, err := offload.WriteTCPFrame(q.io.Frame(addr), hdr, q.txViews)
+	clear(q.txViews)
 	if err != nil {
 		q.io.Free(addr)
 		q.txOversize.Add(1)
-		return false, &tcpip.ErrMessageTooLong{}
+		if errors.Is(err, offload.ErrFrameTooSmall) {
+			return false, &tcpip.ErrMessageTooLong{}
+		}
+		return false, &tcpip.ErrMalformedHeader{}
 	}
 	if t := q.trace; t != nil {
 		t.mark(StageTxRing)
