@@ -187,7 +187,7 @@ func (s *Stream) Write(b []byte) (int, error) {
 		t.mark(StageWrite)
 	}
 	s.wbuf.b = b
-	m, err := s.ep.Write(&s.wbuf, tcpip.WriteOptions{})
+	m, err := s.ep.Write(&s.wbuf, writeOptions(len(b)))
 	s.wbuf.b = nil
 	switch err.(type) {
 	case nil, *tcpip.ErrWouldBlock:
@@ -214,7 +214,7 @@ func (s *Stream) flush() {
 		return
 	}
 	s.wbuf.b = s.pending
-	m, err := s.ep.Write(&s.wbuf, tcpip.WriteOptions{})
+	m, err := s.ep.Write(&s.wbuf, writeOptions(len(s.pending)))
 	s.wbuf.b = nil
 	switch err.(type) {
 	case nil, *tcpip.ErrWouldBlock:

@@ -153,7 +153,7 @@ func (c *tcpConn) Write(b []byte) (int, error) {
 	n := 0
 	for n < len(b) {
 		c.wbuf.Reset(b[n:])
-		m, err := c.ep.Write(&c.wbuf, tcpip.WriteOptions{})
+		m, err := c.ep.Write(&c.wbuf, writeOptions(len(b)-n))
 		n += int(m)
 		if err != nil {
 			if werr := c.writeWait(err, expired); werr != nil {
@@ -162,6 +162,21 @@ func (c *tcpConn) Write(b []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// atomicWriteMax is the largest write netstack copies into its send
+// queue with the connection locked (WriteOptions.Atomic). netstack
+// otherwise unlocks for the copy and locks again after, to re-check the
+// room it found: two more lock round trips and an UnlockUser that looks
+// for queued segments, a third of a small reply's send path; a large
+// copy under the lock would keep the worker's fast path out for as long
+// (FastMissBusy). Writers of one connection are serialised anyway
+// (writeMu, or the stream's worker), so the room found stays theirs.
+const atomicWriteMax = 16 << 10
+
+// writeOptions is netstack's Write options for a write of n bytes.
+func writeOptions(n int) tcpip.WriteOptions {
+	return tcpip.WriteOptions{Atomic: n <= atomicWriteMax}
 }
 
 // TryWrite writes what of b the send buffer takes now and returns how
@@ -181,7 +196,7 @@ func (c *tcpConn) TryWrite(b []byte) (int, error) {
 		t.mark(StageWrite)
 	}
 	c.wbuf.Reset(b)
-	m, err := c.ep.Write(&c.wbuf, tcpip.WriteOptions{})
+	m, err := c.ep.Write(&c.wbuf, writeOptions(len(b)))
 	switch err.(type) {
 	case nil, *tcpip.ErrWouldBlock:
 		return int(m), nil
