@@ -140,24 +140,20 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 		consumed = idle && len(payload) <= 1<<16 && c.Take(payload)
 	}
 
-	s := newSegment()
-	s.id = e.TransportEndpointInfo.ID
-	s.sequenceNumber = seqnum.Value(hdr.SequenceNumber())
-	s.ackNumber = seqnum.Value(hdr.AckNumber())
-	s.flags = flags
-	s.window = seqnum.Size(hdr.WindowSize())
-	s.parsedOptions.TS = hasTS
-	s.parsedOptions.TSVal = tsVal
-	s.parsedOptions.TSEcr = tsEcr
-	s.rcvdTime = e.stack.Clock().NowMonotonic()
-	s.csumValid = true
+	now := e.stack.Clock().NowMonotonic()
+	if consumed && c.Taken != nil {
+		e.receiveFastTakenLocked(hdr, hasTS, tsVal, tsEcr, now, netHdrLen, c, payload, d)
+		if v != nil {
+			v.Release()
+		}
+		return FastHit
+	}
 	var data buffer.Buffer
 	switch {
 	case consumed:
 		// The consumer has the bytes; the segment keeps only their
 		// length, so that ACK processing and memory accounting see
-		// the segment the ordinary path would. v, which holds them,
-		// is released after Taken.
+		// the segment the ordinary path would.
 		data = buffer.MakeWithView(consumedPayload(len(payload)))
 	case v != nil:
 		v.TrimFront(payloadOff)
@@ -166,19 +162,9 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 	default:
 		data = buffer.MakeWithData(payload)
 	}
-	s.pkt = stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: data})
-	s.pkt.RXChecksumValidated = true
-	s.dataMemSize = s.pkt.MemSize() + netHdrLen + off
-	s.setOwner(e, recvQ)
-	e.stack.Stats().TCP.ValidSegmentsReceived.Increment()
-	e.stats.SegmentsReceived.Increment()
-
-	if consumed && c.Taken != nil {
-		e.receiveFastTakenLocked(s, c, payload, d)
-	} else {
-		e.receiveFastLocked(s, consumed)
-		e.mu.Unlock()
-	}
+	s := e.fastSegment(hdr, hasTS, tsVal, tsEcr, now, netHdrLen, data)
+	e.receiveFastLocked(s, consumed)
+	e.mu.Unlock()
 	s.DecRef()
 	if !e.pendingInline.Swap(true) {
 		d.Defer(e)
@@ -187,6 +173,30 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 		v.Release()
 	}
 	return FastHit
+}
+
+// fastSegment makes the segment the ordinary path would have made of a
+// predicted segment (hdr, its timestamps, its ingress time) with data as
+// its payload, and counts it received.
+func (e *Endpoint) fastSegment(hdr header.TCP, hasTS bool, tsVal, tsEcr uint32, now tcpip.MonotonicTime, netHdrLen int, data buffer.Buffer) *segment {
+	s := newSegment()
+	s.id = e.TransportEndpointInfo.ID
+	s.sequenceNumber = seqnum.Value(hdr.SequenceNumber())
+	s.ackNumber = seqnum.Value(hdr.AckNumber())
+	s.flags = hdr.Flags()
+	s.window = seqnum.Size(hdr.WindowSize())
+	s.parsedOptions.TS = hasTS
+	s.parsedOptions.TSVal = tsVal
+	s.parsedOptions.TSEcr = tsEcr
+	s.rcvdTime = now
+	s.csumValid = true
+	s.pkt = stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: data})
+	s.pkt.RXChecksumValidated = true
+	s.dataMemSize = s.pkt.MemSize() + netHdrLen + int(hdr.DataOffset())
+	s.setOwner(e, recvQ)
+	e.stack.Stats().TCP.ValidSegmentsReceived.Increment()
+	e.stats.SegmentsReceived.Increment()
+	return s
 }
 
 // receiveFastTakenLocked processes a predicted segment whose payload a
@@ -202,14 +212,19 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 // stays queued and goes when the ACK's processing opens them. It
 // returns with the endpoint unlocked.
 //
+// Only the ACK's processing needs the segment itself: it is made after
+// Taken too.
+//
 // +checklocksrelease:e.mu
-func (e *Endpoint) receiveFastTakenLocked(s *segment, c *FastConsumer, payload []byte, d stack.Deferrer) {
-	e.receiveFastDataLocked(s, true)
-	if e.SendTSOk && s.parsedOptions.TS {
-		e.updateRecentTimestamp(s.parsedOptions.TSVal, e.snd.MaxSentAck, s.sequenceNumber)
+func (e *Endpoint) receiveFastTakenLocked(hdr header.TCP, hasTS bool, tsVal, tsEcr uint32, now tcpip.MonotonicTime, netHdrLen int, c *FastConsumer, payload []byte, d stack.Deferrer) {
+	seq := seqnum.Value(hdr.SequenceNumber())
+	e.receiveFastDataLocked(seq, seqnum.Size(len(payload)), now, nil)
+	if e.SendTSOk && hasTS {
+		e.updateRecentTimestamp(tsVal, e.snd.MaxSentAck, seq)
 	}
 	e.mu.Unlock()
 	c.Taken(payload, d)
+	s := e.fastSegment(hdr, hasTS, tsVal, tsEcr, now, netHdrLen, buffer.MakeWithView(consumedPayload(len(payload))))
 	e.mu.Lock()
 	// Taken may have closed the connection (an abort tears the sender
 	// down): its ACK then has nothing left to act on.
@@ -217,6 +232,10 @@ func (e *Endpoint) receiveFastTakenLocked(s *segment, c *FastConsumer, payload [
 		e.receiveFastAckLocked(s)
 	}
 	e.mu.Unlock()
+	s.DecRef()
+	if !e.pendingInline.Swap(true) {
+		d.Defer(e)
+	}
 }
 
 // predictLocked is header prediction: it reports why a segment of
@@ -273,25 +292,30 @@ func (e *Endpoint) predictLocked(hdr header.TCP, payloadLen int, hasTS bool, tsV
 //
 // +checklocks:e.mu
 func (e *Endpoint) receiveFastLocked(s *segment, consumed bool) {
-	e.receiveFastDataLocked(s, consumed)
+	var queued *segment
+	if !consumed {
+		queued = s
+	}
+	e.receiveFastDataLocked(s.sequenceNumber, seqnum.Size(s.payloadSize()), s.rcvdTime, queued)
 	e.receiveFastAckLocked(s)
 }
 
-// receiveFastDataLocked is the receiver's part of receiveFastLocked.
+// receiveFastDataLocked is the receiver's part of receiveFastLocked, for
+// segLen bytes at seq that arrived at rcvdTime: queued is their segment
+// for the receive queue, nil if a consumer took them.
 //
 // +checklocks:e.mu
-func (e *Endpoint) receiveFastDataLocked(s *segment, consumed bool) {
+func (e *Endpoint) receiveFastDataLocked(seq seqnum.Value, segLen seqnum.Size, rcvdTime tcpip.MonotonicTime, queued *segment) {
 	r := e.rcv
-	segLen := seqnum.Size(s.payloadSize())
-	r.lastRcvdAckTime = s.rcvdTime
-	if !consumed {
-		e.readyToRead(s)
+	r.lastRcvdAckTime = rcvdTime
+	if queued != nil {
+		e.readyToRead(queued)
 	}
-	r.RcvNxt = s.sequenceNumber.Add(segLen)
+	r.RcvNxt = seq.Add(segLen)
 	if r.RcvAcc.LessThan(r.RcvNxt) {
 		r.RcvAcc = r.RcvNxt
 	}
-	r.updateRTT(s.rcvdTime)
+	r.updateRTT(rcvdTime)
 }
 
 // receiveFastAckLocked is the rest of receiveFastLocked: the sender's ACK
