@@ -119,7 +119,6 @@ func newEndpoint(ios []frameIO, link linkInfo, cfg *Config) *endpoint {
 	for _, io := range ios {
 		q := &queue{io: io, trace: e.trace, groSegs: make([]offload.Seg, 0, batchSize)}
 		q.deferred.work = make([]gstack.DeferredWork, 0, batchSize)
-		q.deferred.q = q
 		e.queues = append(e.queues, q)
 	}
 	return e

@@ -118,10 +118,11 @@ type Stream struct {
 	fast     tcp.FastConsumer // OnTraffic straight from the frame
 
 	// From any goroutine.
-	amu   sync.Mutex
-	async []byte
-	spare []byte
-	wake  atomic.Bool
+	amu      sync.Mutex
+	async    []byte
+	spare    []byte
+	wake     atomic.Bool
+	hasAsync atomic.Bool // async holds bytes (set and cleared under amu)
 }
 
 // writeReader is an io.Reader over one buffer, for netstack's Write.
@@ -300,6 +301,7 @@ func (s *Stream) AsyncWrite(b []byte) error {
 		return s.opError("write", ErrBufferFull)
 	}
 	s.async = append(s.async, b...)
+	s.hasAsync.Store(len(s.async) > 0)
 	s.amu.Unlock()
 	s.poll.push()
 	return nil
@@ -383,14 +385,16 @@ func (s *Stream) finish() {
 // in the receive queue, goes to OnTraffic straight from the receive
 // frame (runDirect), with no copy into netstack's buffers and no turn on
 // the ready list, if the stream can take it now: not closing, no written
-// bytes held back (which stop reading), no Wake pending, and not being
-// served by another worker. It keeps the stream's lock for runDirect.
+// bytes held back (which stop reading), no Wake or AsyncWrite pending
+// (serve writes those before it reads: a reply written here would go
+// ahead of them), and not being served by another worker. It keeps the
+// stream's lock for runDirect.
 // Called with the connection locked, on the worker that received it.
 func (s *Stream) takeDirect(b []byte) bool {
 	if !s.mu.TryLock() {
 		return false
 	}
-	if s.ended || s.closing || s.closed || len(s.pending) > 0 || s.wake.Load() {
+	if s.ended || s.closing || s.closed || len(s.pending) > 0 || s.wake.Load() || s.hasAsync.Load() {
 		s.mu.Unlock()
 		return false
 	}
@@ -421,6 +425,7 @@ func (s *Stream) takeAsync() {
 	s.amu.Lock()
 	b := s.async
 	s.async, s.spare = s.spare[:0], nil
+	s.hasAsync.Store(false)
 	s.amu.Unlock()
 	if len(b) == 0 {
 		s.amu.Lock()

@@ -323,7 +323,6 @@ func (e *endpoint) coalesce(q *queue, d gstack.NetworkDispatcher, descs []xsk.De
 // deferred is a netstack Deferrer: the transport work of one RX batch.
 type deferred struct {
 	work []gstack.DeferredWork
-	q    *queue // the queue whose worker runs it
 	// solo is set while the worker delivers an RX batch of one frame:
 	// a request alone, whose reply the worker kicks as soon as it is
 	// written (Stream.runDirect) rather than after the batch's work.

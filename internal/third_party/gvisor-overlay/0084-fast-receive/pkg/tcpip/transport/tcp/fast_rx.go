@@ -213,7 +213,9 @@ func (e *Endpoint) fastSegment(hdr header.TCP, hasTS bool, tsVal, tsEcr uint32, 
 // returns with the endpoint unlocked.
 //
 // Only the ACK's processing needs the segment itself: it is made after
-// Taken too.
+// Taken too. Without timestamps, a reply sent before the ACK that ends
+// the RTT measurement in flight is not measured itself: one RTT sample
+// per two requests rather than per request.
 //
 // +checklocksrelease:e.mu
 func (e *Endpoint) receiveFastTakenLocked(hdr header.TCP, hasTS bool, tsVal, tsEcr uint32, now tcpip.MonotonicTime, netHdrLen int, c *FastConsumer, payload []byte, d stack.Deferrer) {
@@ -225,11 +227,19 @@ func (e *Endpoint) receiveFastTakenLocked(hdr header.TCP, hasTS bool, tsVal, tsE
 	e.mu.Unlock()
 	c.Taken(payload, d)
 	s := e.fastSegment(hdr, hasTS, tsVal, tsEcr, now, netHdrLen, buffer.MakeWithView(consumedPayload(len(payload))))
+	// The worker waits for the lock here, unlike anywhere else on the
+	// fast path: whoever holds it now (a timer, a write from another
+	// goroutine, a Close) holds it briefly, and the ACK cannot be left
+	// to the ordinary path, which would take the segment for an old
+	// duplicate.
 	e.mu.Lock()
 	// Taken may have closed the connection (an abort tears the sender
 	// down): its ACK then has nothing left to act on.
 	if st := e.EndpointState(); st.connected() && st != StateTimeWait {
-		e.receiveFastAckLocked(s)
+		// Not the segment's ingress time as the send clock: Taken's
+		// replies were stamped later, and data this ACK lets out
+		// must not be stamped earlier than they (RACK, TSval).
+		e.receiveFastAckLocked(s, tcpip.MonotonicTime{})
 	}
 	e.mu.Unlock()
 	s.DecRef()
@@ -297,7 +307,7 @@ func (e *Endpoint) receiveFastLocked(s *segment, consumed bool) {
 		queued = s
 	}
 	e.receiveFastDataLocked(s.sequenceNumber, seqnum.Size(s.payloadSize()), s.rcvdTime, queued)
-	e.receiveFastAckLocked(s)
+	e.receiveFastAckLocked(s, s.rcvdTime)
 }
 
 // receiveFastDataLocked is the receiver's part of receiveFastLocked, for
@@ -320,15 +330,16 @@ func (e *Endpoint) receiveFastDataLocked(seq seqnum.Value, segLen seqnum.Size, r
 
 // receiveFastAckLocked is the rest of receiveFastLocked: the sender's ACK
 // processing, then what handleSegmentsLocked does after a batch but for
-// the owed ACK, which RunDeferred decides.
+// the owed ACK, which RunDeferred decides. now, if set, is the sender's
+// clock for it (the segment arrived a moment ago: its time serves the
+// ACK's bookkeeping and any data it lets the sender send); unset, the
+// sender reads the clock.
 //
 // +checklocks:e.mu
-func (e *Endpoint) receiveFastAckLocked(s *segment) {
+func (e *Endpoint) receiveFastAckLocked(s *segment, now tcpip.MonotonicTime) {
 	sndUna := e.snd.SndUna
 	s.window <<= e.snd.SndWndScale
-	// The segment arrived a moment ago: its time serves the ACK's
-	// bookkeeping and any data it lets the sender send.
-	e.snd.clockHint = s.rcvdTime
+	e.snd.clockHint = now
 	e.snd.handleRcvdSegment(s)
 	e.snd.clockHint = tcpip.MonotonicTime{}
 	e.probeSegmentLocked()
