@@ -238,8 +238,10 @@ func (e *Endpoint) receiveFastTakenLocked(hdr header.TCP, hasTS bool, tsVal, tsE
 	if st := e.EndpointState(); st.connected() && st != StateTimeWait {
 		// Not the segment's ingress time as the send clock: Taken's
 		// replies were stamped later, and data this ACK lets out
-		// must not be stamped earlier than they (RACK, TSval).
-		e.receiveFastAckLocked(s, tcpip.MonotonicTime{})
+		// must not be stamped earlier than they (RACK, TSval). One
+		// reading now serves the whole ACK, as the ingress time does
+		// on the ordinary fast path.
+		e.receiveFastAckLocked(s, e.stack.Clock().NowMonotonic())
 	}
 	e.mu.Unlock()
 	s.DecRef()
@@ -330,10 +332,8 @@ func (e *Endpoint) receiveFastDataLocked(seq seqnum.Value, segLen seqnum.Size, r
 
 // receiveFastAckLocked is the rest of receiveFastLocked: the sender's ACK
 // processing, then what handleSegmentsLocked does after a batch but for
-// the owed ACK, which RunDeferred decides. now, if set, is the sender's
-// clock for it (the segment arrived a moment ago: its time serves the
-// ACK's bookkeeping and any data it lets the sender send); unset, the
-// sender reads the clock.
+// the owed ACK, which RunDeferred decides. now is the sender's clock for
+// it: its bookkeeping and any data it lets the sender send.
 //
 // +checklocks:e.mu
 func (e *Endpoint) receiveFastAckLocked(s *segment, now tcpip.MonotonicTime) {
