@@ -44,8 +44,9 @@ type Handler interface {
 	OnOpen(s *Stream)
 	// OnTraffic is called with bytes that arrived, in order. b is
 	// the receive frame or netstack's buffer, valid only during the
-	// call: copy what must outlive it (a partial request, say). One batch of segments may
-	// take several calls. b is nil when the call is a Wake's.
+	// call: copy what must outlive it (a partial request, say). One
+	// batch of segments may take several calls. b is nil when the call
+	// is a Wake's.
 	OnTraffic(s *Stream, b []byte)
 	// OnClose is called once, when the connection ends: err is nil
 	// after Close, io.EOF after the peer's orderly close (the stream is

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -66,6 +67,25 @@ func (h *echoHandler) closeErrs() []error {
 	return append([]error(nil), h.errs...)
 }
 
+// dialHandler has mp.b serve h on port and returns mp.a's connection to
+// it over network at to, with a deadline d from now; the listener and
+// the connection close with the test.
+func dialHandler(t *testing.T, mp *memPair, network string, to netip.Addr, port uint16, h Handler, d time.Duration) net.Conn {
+	t.Helper()
+	ln, err := mp.b.ListenHandler(network, fmt.Sprintf(":%d", port), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	c, err := mp.a.Dial(network, netip.AddrPortFrom(to, port).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(d))
+	return c
+}
+
 // waitFor polls cond for up to 5 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -90,16 +110,7 @@ func TestMemHandlerEcho(t *testing.T) {
 			t.Run(policy.String()+"/"+fam.network, func(t *testing.T) {
 				mp := newMemPair(t, policy)
 				h := &echoHandler{}
-				ln, err := mp.b.ListenHandler(fam.network, ":7", h)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer ln.Close()
-				c, err := mp.a.Dial(fam.network, netip.AddrPortFrom(fam.addr.Addr(), 7).String())
-				if err != nil {
-					t.Fatal(err)
-				}
-				c.SetDeadline(time.Now().Add(30 * time.Second))
+				c := dialHandler(t, mp, fam.network, fam.addr.Addr(), 7, h, 30*time.Second)
 				rng := rand.New(rand.NewPCG(1, 2))
 				for _, size := range []int{1, 64, 1460, 1461, 65536, 4 << 20} {
 					msg := make([]byte, size)
@@ -134,17 +145,7 @@ func TestMemHandlerEcho(t *testing.T) {
 func TestMemHandlerSlowReader(t *testing.T) {
 	mp := newMemPair(t, Adaptive)
 	h := &echoHandler{}
-	ln, err := mp.b.ListenHandler("tcp4", ":9", h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), 9).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second))
+	c := dialHandler(t, mp, "tcp4", memB4.Addr(), 9, h, 30*time.Second)
 	const size = 16 << 20
 	msg := make([]byte, size)
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -350,17 +351,7 @@ func TestMemHandlerRequestAllocs(t *testing.T) {
 		t.Skip("allocation counts are meaningless under the race detector")
 	}
 	mp := newMemPair(t, Spin)
-	ln, err := mp.b.ListenHandler("tcp4", ":11", &echoHandler{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), 11).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Minute))
+	c := dialHandler(t, mp, "tcp4", memB4.Addr(), 11, &echoHandler{}, time.Minute)
 	req, got := make([]byte, 64), make([]byte, 64)
 	roundTrip := func() {
 		if _, err := c.Write(req); err != nil {
@@ -384,17 +375,7 @@ func TestMemHandlerRequestAllocs(t *testing.T) {
 func TestMemHandlerCloseInOnOpen(t *testing.T) {
 	mp := newMemPair(t, Adaptive)
 	h := &funcHandler{open: func(s *Stream) { s.Write([]byte("no")); s.Close() }}
-	ln, err := mp.b.ListenHandler("tcp4", ":12", h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), 12).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c := dialHandler(t, mp, "tcp4", memB4.Addr(), 12, h, 5*time.Second)
 	got, err := io.ReadAll(c)
 	if err != nil || string(got) != "no" {
 		t.Fatalf("read %q, %v; want \"no\" then EOF", got, err)
@@ -474,17 +455,7 @@ func (h *eofHandler) OnEOF(s *Stream) { s.Write([]byte("goodbye")) }
 func TestMemHandlerEOF(t *testing.T) {
 	mp := newMemPair(t, Adaptive)
 	h := &eofHandler{}
-	ln, err := mp.b.ListenHandler("tcp4", ":13", h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), 13).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c := dialHandler(t, mp, "tcp4", memB4.Addr(), 13, h, 5*time.Second)
 	c.Write([]byte("request"))
 	if err := c.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
 		t.Fatal(err)
@@ -521,17 +492,7 @@ func TestMemHandlerFromTheFrame(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mp := newMemPairCfg(t, Adaptive, tc.cfg, tc.cfg)
 			h := &echoHandler{}
-			ln, err := mp.b.ListenHandler("tcp4", ":11", h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), 11).String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(60 * time.Second))
+			c := dialHandler(t, mp, "tcp4", memB4.Addr(), 11, h, 60*time.Second)
 			before := mp.b.Stats()
 			const rounds = 500
 			msg, got := make([]byte, 64), make([]byte, 64)

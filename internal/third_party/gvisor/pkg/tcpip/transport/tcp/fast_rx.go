@@ -377,7 +377,7 @@ type FastConsumer struct {
 	// write a reply, say) uses them. d is the Deferrer ReceiveFast was
 	// given. The ACK the segment carries is processed after Taken
 	// returns (the reply goes out first); the receive side, and the
-	// timestamp a reply echoes, before Take.
+	// timestamp a reply echoes, before Taken.
 	Taken func(b []byte, d stack.Deferrer)
 }
 
