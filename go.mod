@@ -3,7 +3,6 @@ module github.com/ustack-dev/ustack
 go 1.26.3
 
 require (
-	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/cilium/ebpf v0.22.0
 	github.com/google/btree v1.1.2
 	github.com/gopacket/gopacket v1.7.7

@@ -3,7 +3,6 @@ module github.com/ustack-dev/ustack/bench
 go 1.26.3
 
 require (
-	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/asavie/xdp v0.3.3
 	github.com/ustack-dev/ustack v0.0.0
 	golang.org/x/sys v0.49.0

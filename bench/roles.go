@@ -25,11 +25,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/internal/child"
 	"github.com/ustack-dev/ustack/internal/echo"
 	"github.com/ustack-dev/ustack/internal/echohandler"
+	"github.com/ustack-dev/ustack/internal/hist"
 	"github.com/ustack-dev/ustack/internal/perftest"
 	"github.com/ustack-dev/ustack/internal/reflector"
 	"github.com/ustack-dev/ustack/stack"
@@ -195,11 +195,11 @@ func clientMain(args []string) error {
 			return err
 		}
 		defer c.Close()
-		pingPong := func(cfg echo.PingPongConfig) (*hdrhistogram.Histogram, error) { return echo.PingPong(ctx, c, cfg) }
+		pingPong := func(cfg echo.PingPongConfig) (*hist.Histogram, error) { return echo.PingPong(ctx, c, cfg) }
 		if *dialKind == "ustack-handler" {
 			// The handler client dials a connection of its own; the one
 			// above only proves the server is there.
-			pingPong = func(cfg echo.PingPongConfig) (*hdrhistogram.Histogram, error) {
+			pingPong = func(cfg echo.PingPongConfig) (*hist.Histogram, error) {
 				return echohandler.PingPong(ctx, clientStack, *proto, *addr, cfg)
 			}
 		}
@@ -339,29 +339,25 @@ func clientMain(args []string) error {
 }
 
 // rttOf returns the histogram's quantiles in µs.
-func rttOf(h *hdrhistogram.Histogram) *rttQuantiles {
+func rttOf(h *hist.Histogram) *rttQuantiles {
 	q := func(p float64) float64 { return float64(h.ValueAtQuantile(p)) / 1e3 }
 	return &rttQuantiles{P50: q(50), P90: q(90), P99: q(99), P999: q(99.9), Max: float64(h.Max()) / 1e3}
 }
 
 // histCDF returns the histogram's whole distribution as a CDF: for every
 // non-empty bucket, its upper bound in µs and the fraction of values up to
-// it. (CumulativeDistribution gives only a few percentile ticks, which
-// plotted as a line hide the shape between them.)
-func histCDF(h *hdrhistogram.Histogram) [][2]float64 {
+// it, so a plotted line keeps the shape between percentiles.
+func histCDF(h *hist.Histogram) [][2]float64 {
 	total := h.TotalCount()
 	if total == 0 {
 		return nil
 	}
 	var cdf [][2]float64
 	var seen int64
-	for _, b := range h.Distribution() {
-		if b.Count == 0 {
-			continue
-		}
-		seen += b.Count
-		cdf = append(cdf, [2]float64{float64(b.To) / 1e3, float64(seen) / float64(total)})
-	}
+	h.Each(func(_, to, count int64) {
+		seen += count
+		cdf = append(cdf, [2]float64{float64(to) / 1e3, float64(seen) / float64(total)})
+	})
 	return cdf
 }
 

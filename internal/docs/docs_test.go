@@ -244,15 +244,22 @@ func TestNetstackPatchesDocumented(t *testing.T) {
 // TestLibraryModuleLean: the library's go.mod requires nothing only the
 // benchmark uses (plots, asavie/xdp, upstream gVisor), so a program that
 // imports ustack does not inherit them; the benchmark's own module
-// (bench/go.mod, in go.work) requires them.
+// (bench/go.mod, in go.work) requires them. Nor does anything the library
+// requires bring them, or gonum, in: go.sum, which holds every module of
+// the graph `GOWORK=off go list -m all` prints, names none of them.
 func TestLibraryModuleLean(t *testing.T) {
-	lib, bench := read(t, "go.mod"), read(t, "bench/go.mod")
+	lib, sum, bench := read(t, "go.mod"), read(t, "go.sum"), read(t, "bench/go.mod")
 	for _, m := range []string{"gonum.org/v1/plot", "github.com/asavie/xdp", "gvisor.dev/gvisor"} {
 		if strings.Contains(lib, m+" ") {
 			t.Errorf("go.mod requires %s, which only the benchmark uses: require it in bench/go.mod", m)
 		}
 		if !strings.Contains(bench, m+" ") {
 			t.Errorf("bench/go.mod does not require %s", m)
+		}
+	}
+	for _, m := range []string{"gonum.org/", "github.com/asavie/", "gvisor.dev/", "github.com/golangci/"} {
+		if strings.Contains(sum, "\n"+m) {
+			t.Errorf("go.sum names %s: something the library requires brings it into every importer's module graph", m)
 		}
 	}
 	work := read(t, "go.work")

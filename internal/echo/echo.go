@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/ustack-dev/ustack/internal/hist"
 )
 
 // Dialer opens a connection, over the kernel or ustack.
@@ -93,9 +93,9 @@ func ServeUDP(pc net.PacketConn) error {
 }
 
 // NewHistogram returns a histogram of round-trip times in nanoseconds,
-// from 100 ns to 10 s at three significant digits.
-func NewHistogram() *hdrhistogram.Histogram {
-	return hdrhistogram.New(100, int64(10*time.Second), 3)
+// up to 10 s, each within 1/1024 of its value.
+func NewHistogram() *hist.Histogram {
+	return hist.New(int64(10 * time.Second))
 }
 
 // PingPongConfig bounds a ping-pong run.
@@ -131,7 +131,7 @@ var ErrMismatch = errors.New("echo differs from the message sent")
 // message carries its round number (in its first eight bytes, when it has
 // them), so a stale or misdirected echo does not pass. It stops at Count
 // round trips or after Duration, whichever is first, or when ctx is done.
-func PingPong(ctx context.Context, c net.Conn, cfg PingPongConfig) (*hdrhistogram.Histogram, error) {
+func PingPong(ctx context.Context, c net.Conn, cfg PingPongConfig) (*hist.Histogram, error) {
 	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err

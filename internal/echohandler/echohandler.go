@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ustack-dev/ustack/internal/echo"
+	"github.com/ustack-dev/ustack/internal/hist"
 	"github.com/ustack-dev/ustack/stack"
 )
 
@@ -66,7 +66,7 @@ func (Discard) OnClose(*stack.Stream, error) {}
 // stack's worker, so neither end has a goroutine on the request's path.
 // It dials address over s and stops as echo.PingPong does; each message
 // carries its round number, and an echo that differs fails the run.
-func PingPong(ctx context.Context, s *stack.Stack, network, address string, cfg echo.PingPongConfig) (*hdrhistogram.Histogram, error) {
+func PingPong(ctx context.Context, s *stack.Stack, network, address string, cfg echo.PingPongConfig) (*hist.Histogram, error) {
 	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func PingPong(ctx context.Context, s *stack.Stack, network, address string, cfg 
 // cancel, and hist and done, which PingPong reads once done has fired.
 type pinger struct {
 	cfg      echo.PingPongConfig
-	hist     *hdrhistogram.Histogram
+	hist     *hist.Histogram
 	msg, buf []byte
 	got      int
 	round    int
