@@ -67,6 +67,12 @@ var (
 	famFastMisses = &family{name: "tcp_fast_misses_total",
 		help:   "Received TCP segments the fast path's receive (header prediction, Config.NoFastPath) left to netstack, by reason: busy (lock held elsewhere or segments queued ahead), state (not established), header (flags, options other than the timestamp, pure ACKs), sequence (not the next expected, or past the window or buffer), ack (outside [SND.UNA, SND.NXT], or PAWS), recovery (loss recovery, SACK or out-of-order state, zero window).",
 		labels: []string{"reason"}}
+	famPollLeft = &family{name: "poll_bytes_left_total",
+		help:   "Bytes connections read on the worker (queue pairs) got from the receive queue rather than from the frame, by reason, as they arrive there: slow (netstack's ordinary path: a fast-path miss or data out of order), behind (earlier bytes still queued), refused (the queue pair ending), large (a coalesced segment past 64 KiB), before (queued before the consumer was set).",
+		labels: []string{"reason"}}
+	famHandlerLeft = &family{name: "handler_bytes_left_total",
+		help:   "Bytes handlers got from the receive queue rather than from the frame, by reason, as they arrive there: slow (netstack's ordinary path: a fast-path miss or data out of order), behind (earlier bytes still queued), refused (the stream busy or closing), large (a coalesced segment past 64 KiB), before (queued before the stream was set up).",
+		labels: []string{"reason"}}
 	famSynMisses = &family{name: "tcp_syn_misses_total",
 		help:   "SYNs to a listener the worker left to netstack's listener (Config.NoFastPath), by reason: cookie (SynCookies auto with half-open connections to spare), busy (listener locked elsewhere, no TX frame), route (peer off ustack's on-link prefixes), other (listener shutting down, IP settings).",
 		labels: []string{"reason"}}
@@ -190,6 +196,16 @@ var statsExports = map[string]export{
 	"HandlerBytesDirect":      own("handler_bytes_direct_total", "Bytes handlers' OnTraffic was given straight from the receive frame by the fast path's receive, with no copy."),
 	"HandlerBytesQueued":      own("handler_bytes_queued_total", "Bytes handlers' OnTraffic was given from the receive queue: segments the fast path left to netstack, or that arrived while the stream could not take them at once."),
 	"PollBytesQueued":         own("poll_bytes_queued_total", "Bytes connections read on the worker (queue pairs) read from the receive queue: segments the fast path left to netstack, or that arrived behind queued bytes."),
+	"PollBytesLeftSlow":       {series: []series{shared(famPollLeft, "slow")}},
+	"PollBytesLeftBehind":     {series: []series{shared(famPollLeft, "behind")}},
+	"PollBytesLeftRefused":    {series: []series{shared(famPollLeft, "refused")}},
+	"PollBytesLeftLarge":      {series: []series{shared(famPollLeft, "large")}},
+	"PollBytesLeftBefore":     {series: []series{shared(famPollLeft, "before")}},
+	"HandlerBytesLeftSlow":    {series: []series{shared(famHandlerLeft, "slow")}},
+	"HandlerBytesLeftBehind":  {series: []series{shared(famHandlerLeft, "behind")}},
+	"HandlerBytesLeftRefused": {series: []series{shared(famHandlerLeft, "refused")}},
+	"HandlerBytesLeftLarge":   {series: []series{shared(famHandlerLeft, "large")}},
+	"HandlerBytesLeftBefore":  {series: []series{shared(famHandlerLeft, "before")}},
 	"TCPSegmentsDirect":       own("tcp_segments_direct_total", "TCP segments the fast path's direct send wrote to the link (Config.NoFastPath), a part of the TCP segments sent."),
 
 	"Capture.Packets": own("capture_packets_total", "Frames the packet capture (Config.Capture) recorded."),

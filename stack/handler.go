@@ -498,7 +498,7 @@ func (st *Stack) newStream(ep *tcp.Endpoint, wq *waiter.Queue, keys []portKey, h
 	s.poll.init(&st.ep.ready, s.serve, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
 	s.wentry.Init(&s.poll, waiter.WritableEvents)
 	if !st.cfg.NoFastPath {
-		s.fast = tcp.FastConsumer{Take: s.takeDirect, Taken: s.runDirect}
+		s.fast = tcp.FastConsumer{Take: s.takeDirect, Taken: s.runDirect, Left: &st.streamLeft}
 	}
 	return s
 }

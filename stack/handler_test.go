@@ -175,6 +175,17 @@ func TestMemHandlerSlowReader(t *testing.T) {
 	if h.drains.Load() == 0 {
 		t.Errorf("16 MiB echoed to a slow reader without OnDrain: the stream never held writes back")
 	}
+	// While its writes were held back the stream refused the fast
+	// path's bytes, and what came next queued behind them.
+	st := mp.b.Stats()
+	t.Logf("bytes left in the queue: slow %d, behind %d, refused %d, large %d, before %d; %d from the queue, %d from the frame",
+		st.HandlerBytesLeftSlow, st.HandlerBytesLeftBehind, st.HandlerBytesLeftRefused, st.HandlerBytesLeftLarge, st.HandlerBytesLeftBefore, st.HandlerBytesQueued, st.HandlerBytesDirect)
+	if st.HandlerBytesLeftRefused == 0 || st.HandlerBytesLeftBehind == 0 {
+		t.Errorf("refused %d, behind %d bytes: a stream holding writes back should refuse bytes, and later ones queue behind them", st.HandlerBytesLeftRefused, st.HandlerBytesLeftBehind)
+	}
+	if sum := st.HandlerBytesLeftSlow + st.HandlerBytesLeftBehind + st.HandlerBytesLeftRefused + st.HandlerBytesLeftLarge + st.HandlerBytesLeftBefore; sum != st.HandlerBytesQueued {
+		t.Errorf("%d bytes counted left by reason, %d read from the queue", sum, st.HandlerBytesQueued)
+	}
 }
 
 // TestMemHandlerCloseAsyncWake: Close from OnTraffic sends what was
@@ -540,6 +551,24 @@ func TestMemHandlerFromTheFrame(t *testing.T) {
 			}
 			if errs := h.closeErrs(); len(errs) != 0 {
 				t.Fatalf("handler saw %v", errs)
+			}
+
+			// Every byte read from the queue was counted as it was
+			// left there, with its reason.
+			end := mp.b.Stats()
+			queued = end.HandlerBytesQueued - before.HandlerBytesQueued
+			left := [...]uint64{end.HandlerBytesLeftSlow - before.HandlerBytesLeftSlow, end.HandlerBytesLeftBehind - before.HandlerBytesLeftBehind,
+				end.HandlerBytesLeftRefused - before.HandlerBytesLeftRefused, end.HandlerBytesLeftLarge - before.HandlerBytesLeftLarge,
+				end.HandlerBytesLeftBefore - before.HandlerBytesLeftBefore}
+			t.Logf("all: %d bytes from the queue; left there slow %d, behind %d, refused %d, large %d, before %d", queued, left[0], left[1], left[2], left[3], left[4])
+			sum := left[0] + left[1] + left[2] + left[3] + left[4]
+			switch {
+			case tc.name == "no-fast-path" && sum != 0:
+				t.Errorf("%d bytes counted left with the fast path off, where there is no consumer", sum)
+			case tc.name != "no-fast-path" && sum != queued:
+				t.Errorf("%d bytes counted left by reason, %d read from the queue", sum, queued)
+			case tc.name == "faults" && left[0] == 0:
+				t.Error("no byte left to the slow path with loss and reordering on the wire")
 			}
 		})
 	}

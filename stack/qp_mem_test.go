@@ -434,6 +434,21 @@ func TestMemQueuePairPlacesFromTheFrame(t *testing.T) {
 			case tc.direct && direct == 0:
 				t.Error("no byte placed from the frame")
 			}
+			// Every byte read from the queue was counted as it was
+			// left there, with its reason.
+			left := [...]uint64{st.PollBytesLeftSlow - before.PollBytesLeftSlow, st.PollBytesLeftBehind - before.PollBytesLeftBehind,
+				st.PollBytesLeftRefused - before.PollBytesLeftRefused, st.PollBytesLeftLarge - before.PollBytesLeftLarge,
+				st.PollBytesLeftBefore - before.PollBytesLeftBefore}
+			t.Logf("left in the queue: slow %d, behind %d, refused %d, large %d, before %d", left[0], left[1], left[2], left[3], left[4])
+			sum := left[0] + left[1] + left[2] + left[3] + left[4]
+			switch {
+			case !tc.direct && sum != 0:
+				t.Errorf("%d bytes counted left with the fast path off, where there is no consumer", sum)
+			case tc.direct && sum != queued:
+				t.Errorf("%d bytes counted left by reason, %d read from the queue", sum, queued)
+			case tc.cfg != nil && tc.direct && left[0] == 0:
+				t.Error("no byte left to the slow path with loss and reordering on the wire")
+			}
 		})
 	}
 }

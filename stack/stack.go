@@ -65,6 +65,9 @@ type Stack struct {
 	// Bytes handlers were given: straight from the frame (runDirect),
 	// and read from the receive queue (serve).
 	streamDirect, streamQueued atomic.Uint64
+	// The bytes of the two kinds of consumer that went to the receive
+	// queue, by why (tcp.FastConsumer.Left).
+	pollLeft, streamLeft [tcp.NumFastLeft]atomic.Uint64
 }
 
 // linkInfo is what ustack knows of the link it runs on.

@@ -129,6 +129,16 @@ type Stats struct {
 	// receive queue (PollBytesQueued: the segments the fast path left to
 	// netstack, or that arrived while earlier bytes waited there).
 	PollBytesDirect, PollBytesQueued uint64
+	// The bytes of PollBytesQueued by why they went to the receive
+	// queue, counted as they arrive there: slow (the segment took
+	// netstack's ordinary path: a fast-path miss, TCPFastMiss* say
+	// which, or data out of order), behind (the fast path took it, but
+	// earlier bytes still waited in the queue), refused (the consumer
+	// could not take it at once), large (a coalesced segment past 64
+	// KiB), before (there before the consumer was set). Zero with
+	// Config.NoFastPath, where every byte is queued.
+	PollBytesLeftSlow, PollBytesLeftBehind, PollBytesLeftRefused uint64
+	PollBytesLeftLarge, PollBytesLeftBefore                      uint64
 
 	// Bytes handlers' OnTraffic was given: straight from the receive
 	// frame by the fast path's receive (HandlerBytesDirect: no copy),
@@ -136,6 +146,11 @@ type Stats struct {
 	// path left to netstack, or what arrived while the stream could
 	// not take it at once).
 	HandlerBytesDirect, HandlerBytesQueued uint64
+	// The bytes of HandlerBytesQueued by why, as PollBytesLeft*: refused
+	// means the stream was busy (its lock held, writes held back, a Wake
+	// pending) or closing.
+	HandlerBytesLeftSlow, HandlerBytesLeftBehind, HandlerBytesLeftRefused uint64
+	HandlerBytesLeftLarge, HandlerBytesLeftBefore                         uint64
 }
 
 // Stats returns a snapshot of the stack's counters. Errors reading the
@@ -204,6 +219,11 @@ func (s *Stack) Stats() Stats {
 	st.TCPSynMissOther = syn[tcp.SynMissState] + syn[tcp.SynMissIP]
 	st.PollBytesDirect, st.PollBytesQueued = s.pollDirect.Load(), s.pollQueued.Load()
 	st.HandlerBytesDirect, st.HandlerBytesQueued = s.streamDirect.Load(), s.streamQueued.Load()
+	pl, sl := &s.pollLeft, &s.streamLeft
+	st.PollBytesLeftSlow, st.PollBytesLeftBehind, st.PollBytesLeftRefused = pl[tcp.FastLeftSlow].Load(), pl[tcp.FastLeftBehind].Load(), pl[tcp.FastLeftRefused].Load()
+	st.PollBytesLeftLarge, st.PollBytesLeftBefore = pl[tcp.FastLeftLarge].Load(), pl[tcp.FastLeftBefore].Load()
+	st.HandlerBytesLeftSlow, st.HandlerBytesLeftBehind, st.HandlerBytesLeftRefused = sl[tcp.FastLeftSlow].Load(), sl[tcp.FastLeftBehind].Load(), sl[tcp.FastLeftRefused].Load()
+	st.HandlerBytesLeftLarge, st.HandlerBytesLeftBefore = sl[tcp.FastLeftLarge].Load(), sl[tcp.FastLeftBefore].Load()
 	st.TCPSegmentsDirect = s.ns.DirectWrites()
 	st.TCPDirectMissSize, st.TCPDirectMissRoute, st.TCPDirectMissUnresolved = s.ns.DirectMisses()
 	st.UDPPacketsReceived = ns.UDP.PacketsReceived.Value()
@@ -263,10 +283,12 @@ func (st Stats) Summary() string {
 			st.TCPSynMissCookie, st.TCPSynMissBusy, st.TCPSynMissRoute, st.TCPSynMissOther)
 	}
 	if st.PollBytesDirect+st.PollBytesQueued > 0 {
-		fmt.Fprintf(&b, "worker-read bytes: %d straight from the frame, %d from the receive queue\n", st.PollBytesDirect, st.PollBytesQueued)
+		fmt.Fprintf(&b, "worker-read bytes: %d straight from the frame, %d from the receive queue (left there: slow %d, behind %d, refused %d, large %d, before %d)\n",
+			st.PollBytesDirect, st.PollBytesQueued, st.PollBytesLeftSlow, st.PollBytesLeftBehind, st.PollBytesLeftRefused, st.PollBytesLeftLarge, st.PollBytesLeftBefore)
 	}
 	if st.HandlerBytesDirect+st.HandlerBytesQueued > 0 {
-		fmt.Fprintf(&b, "handler bytes: %d straight from the frame, %d from the receive queue\n", st.HandlerBytesDirect, st.HandlerBytesQueued)
+		fmt.Fprintf(&b, "handler bytes: %d straight from the frame, %d from the receive queue (left there: slow %d, behind %d, refused %d, large %d, before %d)\n",
+			st.HandlerBytesDirect, st.HandlerBytesQueued, st.HandlerBytesLeftSlow, st.HandlerBytesLeftBehind, st.HandlerBytesLeftRefused, st.HandlerBytesLeftLarge, st.HandlerBytesLeftBefore)
 	}
 	fmt.Fprintf(&b, "udp: in %d out %d, checksum errors %d; ip: in %d out %d, malformed %d; owned ports %d\n",
 		st.UDPPacketsReceived, st.UDPPacketsSent, st.UDPChecksumErrors, st.IPPacketsReceived, st.IPPacketsSent, st.IPMalformed, st.OwnedPorts)

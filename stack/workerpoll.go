@@ -169,6 +169,7 @@ func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func() (woke boo
 	c.wq.EventRegister(&p.entry)
 	if !c.s.cfg.NoFastPath {
 		p.fast.Take = func(b []byte) bool { return c.placeDirect(p, b) }
+		p.fast.Left = &c.s.pollLeft
 		c.ep.SetFastConsumer(&p.fast)
 	}
 	// Whatever arrived before the registration fired no event.

@@ -249,6 +249,9 @@ func (r *receiver) consumeSegment(s *segment, segSeq seqnum.Value, segLen seqnum
 
 		// Move segment to ready-to-deliver list. Wakeup any waiters.
 		r.ep.readyToRead(s)
+		if r.consumer != nil {
+			r.consumer.left(s.payloadSize(), FastLeftSlow) // ustack (0084)
+		}
 
 	} else if segSeq != r.RcvNxt {
 		return false

@@ -16,6 +16,7 @@ package tcp
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/buffer"
@@ -137,7 +138,16 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 		e.rcvQueueMu.Lock()
 		idle := e.RcvBufUsed == 0 && !e.RcvClosed
 		e.rcvQueueMu.Unlock()
-		consumed = idle && len(payload) <= 1<<16 && c.Take(payload)
+		switch {
+		case !idle:
+			c.left(len(payload), FastLeftBehind)
+		case len(payload) > 1<<16:
+			c.left(len(payload), FastLeftLarge)
+		case c.Take(payload):
+			consumed = true
+		default:
+			c.left(len(payload), FastLeftRefused)
+		}
 	}
 
 	now := e.stack.Clock().NowMonotonic()
@@ -379,14 +389,48 @@ type FastConsumer struct {
 	// returns (the reply goes out first); the receive side, and the
 	// timestamp a reply echoes, before Taken.
 	Taken func(b []byte, d stack.Deferrer)
+	// Left, if not nil, counts the bytes that went to the receive queue
+	// rather than to Take, by why (indexed by FastLeft), as they arrive
+	// there: what the consumer will read from the queue.
+	Left *[NumFastLeft]atomic.Uint64
+}
+
+// FastLeft says why a FastConsumer's stream received bytes through the
+// receive queue.
+type FastLeft uint8
+
+// The reasons FastConsumer.Left is given.
+const (
+	// FastLeftSlow: the segment took the ordinary path (ReceiveFast
+	// missed it, or was not offered it), or came out of the
+	// out-of-order queue.
+	FastLeftSlow FastLeft = iota
+	// FastLeftBehind: the fast path took the segment, but earlier bytes
+	// still waited in the receive queue.
+	FastLeftBehind
+	// FastLeftRefused: Take declined the bytes.
+	FastLeftRefused
+	// FastLeftLarge: a segment of more than 64 KiB (a coalesced one).
+	FastLeftLarge
+	// FastLeftBefore: the bytes were in the receive queue already when
+	// the consumer was set.
+	FastLeftBefore
+	// NumFastLeft is the number of reasons.
+	NumFastLeft
+)
+
+func (c *FastConsumer) left(n int, why FastLeft) {
+	if c.Left != nil && n > 0 {
+		c.Left[why].Add(uint64(n))
+	}
 }
 
 // SetFastConsumer has the fast path's receive hand the payload of each
 // segment it accepts to c instead of the receive queue, whenever nothing
 // waits there (see FastConsumer). Bytes it does not take, and everything
-// that misses the fast path, go to the receive queue as always, so a
-// consumer that takes bytes must also be the stream's only reader,
-// reading the queue in order. nil stops it. It returns false if the
+// that misses the fast path, go to the receive queue as always (and to
+// c.Left), so a consumer that takes bytes must also be the stream's only
+// reader, reading the queue in order. nil stops it. It returns false if the
 // endpoint has no receive side (not connected).
 func (e *Endpoint) SetFastConsumer(c *FastConsumer) bool {
 	e.LockUser()
@@ -395,6 +439,12 @@ func (e *Endpoint) SetFastConsumer(c *FastConsumer) bool {
 		return false
 	}
 	e.rcv.consumer = c
+	if c != nil {
+		e.rcvQueueMu.Lock()
+		before := e.RcvBufUsed
+		e.rcvQueueMu.Unlock()
+		c.left(before, FastLeftBefore)
+	}
 	return true
 }
 
