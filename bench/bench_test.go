@@ -67,7 +67,7 @@ func TestParseFlags(t *testing.T) {
 	if !slices.Equal(o.contenders, recordNames()) {
 		t.Errorf("default contenders %v, want those of record %v", o.contenders, recordNames())
 	}
-	for _, want := range []string{"kernel", "kernel-busypoll", "ustack", "ustack-1p", "ustack-ustack", "floor", "floor-floor"} {
+	for _, want := range []string{"kernel", "kernel-busypoll", "ustack", "ustack-1p", "ustack-ustack", "floor", "floor-floor", "floor-tcp"} {
 		if !slices.Contains(recordNames(), want) {
 			t.Errorf("%s is not of record", want)
 		}
@@ -424,9 +424,10 @@ func exclusive(t *testing.T) {
 }
 
 // TestReportFloorRatios: each ping-pong is set against the floor with the
-// same kind of client (floor for a kernel socket, floor-floor for
-// ustack's AF_XDP client), each bulk against the floor's in the same
-// direction, and the report's placement line names the placement.
+// same kind of client (floor-tcp for a kernel TCP socket, floor for a
+// kernel UDP one, floor-floor for ustack's AF_XDP client), each bulk
+// against the floor's in the same direction, and the report's placement
+// line names the placement.
 func TestReportFloorRatios(t *testing.T) {
 	rtt := func(p50 float64) *rttQuantiles {
 		return &rttQuantiles{P50: p50, P90: p50, P99: 2 * p50, P999: 2 * p50, Max: 2 * p50}
@@ -439,7 +440,7 @@ func TestReportFloorRatios(t *testing.T) {
 	}
 	r := &report{Machine: machine{Placement: child.TwoHosts, PlacementDetail: "two hosts: servers on CPU 1, clients on CPU 0"},
 		Medians: []result{
-			pp("kernel", 60), pp("ustack", 30), pp("ustack-ustack", 12), pp("floor", 10), pp("floor-floor", 4),
+			pp("kernel", 60), pp("ustack", 30), pp("ustack-ustack", 12), pp("floor", 10), pp("floor-floor", 4), pp("floor-tcp", 20),
 			bulk("kernel", "bulk", 30), bulk("ustack", "bulk", 6), bulk("floor", "bulk", 8),
 			bulk("kernel", "bulk-s2c", 30), bulk("ustack", "bulk-s2c", 4), bulk("floor", "bulk-s2c", 5),
 		}}
@@ -447,8 +448,10 @@ func TestReportFloorRatios(t *testing.T) {
 		contender, workload string
 		want                string
 	}{
-		{"kernel", "pingpong", "6.00x"},
-		{"ustack", "pingpong", "3.00x"},
+		{"kernel", "pingpong", "3.00x"}, // against floor-tcp's 20 µs
+		{"ustack", "pingpong", "1.50x"},
+		{"floor", "pingpong", "1.00x"},
+		{"floor-tcp", "pingpong", "1.00x"},
 		{"ustack-ustack", "pingpong", "3.00x"}, // against floor-floor's 4 µs
 		{"floor-floor", "pingpong", "1.00x"},
 		{"ustack", "bulk", "0.75x"},
@@ -466,6 +469,9 @@ func TestReportFloorRatios(t *testing.T) {
 	}
 	for _, want := range []string{
 		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack-ustack p50 ≤ 2× floor-floor", 3.0, "not met"),
+		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack p50 ≤ 1.5× floor-tcp", 1.5, "met"),
+		fmt.Sprintf("  %-56s %6.2f\n", "floor-tcp ÷ floor (a kernel client's TCP over its UDP)", 2.0),
+		fmt.Sprintf("  %-56s %6.2f\n", "ustack ÷ floor (UDP)", 3.0),
 		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack bulk client→server ≥ 0.5× floor's", 0.75, "met"),
 	} {
 		if !strings.Contains(out.String(), want) {

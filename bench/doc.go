@@ -11,12 +11,19 @@
 //	ustack           the same echo server on a ustack listener (spin polling)
 //	ustack-1p        the same with GOMAXPROCS=1
 //	ustack-ustack    ustack at both ends
+//	ustack-handler   ustack's run-to-completion handler API (stack.Handler):
+//	                 the echo runs on the worker, no goroutine per connection
+//	ustack-ustack-handler
+//	                 handlers at both ends
 //	floor            raw AF_XDP code, no TCP/IP stack (internal/reflector):
 //	                 a UDP reflector answering a kernel client, a sink for
 //	                 MTU-sized datagrams a kernel socket blasts (bulk) and a
 //	                 source streaming them to a kernel socket (bulk-s2c)
 //	floor-floor      the reflector driven by the same raw AF_XDP code at the
 //	                 client's end: the round-trip limit for ustack-ustack
+//	floor-tcp        the floor echoing a kernel client's TCP with no
+//	                 connection state: the round-trip limit for a server of
+//	                 a kernel TCP client, whose TCP costs it more than UDP
 //
 // and with -all the rest: ustack-adaptive, ustack-blocking, gvisor-xdp
 // (gVisor netstack over gVisor's own AF_XDP endpoint), floor-asavie (the
@@ -26,7 +33,7 @@
 // hand-offs and immediate ACKs).
 //
 // Workloads: single-connection ping-pong at several sizes (RTT percentiles
-// from an HDR histogram) and N connections for requests/s against an echo
+// from a log-linear histogram) and N connections for requests/s against an echo
 // server, and a single-flow one-way bulk transfer each way (Gbit/s; the
 // floor's also in frames/s), N connections held idle (connections/s,
 // memory per connection), each with server and client CPU time. Queue
@@ -42,9 +49,9 @@
 //
 // Servers and clients run as separate processes inside the namespaces;
 // every figure is also given as a ratio to the kernel contender of the
-// same run (×k) and to its floor (×floor: floor for a kernel client's
-// round trip, floor-floor for an AF_XDP client's, the floor's bulk in the
-// same direction). Output: a table on the terminal, results.json,
+// same run (×k) and to its floor (×floor: floor-tcp for a kernel TCP
+// client's round trip, floor for another kernel socket's, floor-floor for
+// an AF_XDP client's, the floor's bulk in the same direction). Output: a table on the terminal, results.json,
 // rtt_cdf.png and bars.png in -out.
 //
 // Adding a contender is an entry in allContenders (run.go), plus a server

@@ -89,6 +89,11 @@ var allContenders = []contender{
 	// the client's end too.
 	{Name: "floor", Record: true, Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: []string{"pingpong", "bulk", "bulk-s2c"}},
 	{Name: "floor-floor", Record: true, Server: "floor", Client: "floor", Proto: "udp", Target: "ustack", Workloads: pingpongOnly},
+	// floor-tcp: the same floor echoing a kernel client's TCP, with no
+	// connection state (reflector.Responder.Reply): the floor of the
+	// work ustack's TCP does for that client, whose TCP costs it more
+	// than its UDP.
+	{Name: "floor-tcp", Record: true, Server: "floor", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: pingpongRate},
 
 	// With -all.
 	{Name: "ustack-adaptive", Server: "ustack", Poll: "adaptive", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: pingpongRate},
@@ -146,14 +151,18 @@ func contenderNamed(name string) *contender {
 }
 
 // floorOf names the floor a contender's workload is set against: for a
-// ping-pong, the floor with the same kind of client (a kernel socket, or
-// raw AF_XDP code where the client is ustack or a floor); for a bulk
-// transfer, the floor's in the same direction. "" where there is none.
+// ping-pong, the floor with the same kind of client (raw AF_XDP code
+// where the client is ustack or a floor; a kernel TCP socket, floor-tcp;
+// other kernel sockets, floor); for a bulk transfer, the floor's in the
+// same direction. "" where there is none.
 func floorOf(c contender, workload string) string {
 	switch workload {
 	case "pingpong":
-		if c.Client == "ustack" || c.Client == "ustack-handler" || c.Client == "floor" {
+		switch {
+		case c.Client == "ustack" || c.Client == "ustack-handler" || c.Client == "floor":
 			return "floor-floor"
+		case c.Client == "kernel" && c.Proto == "tcp":
+			return "floor-tcp"
 		}
 		return "floor"
 	case "bulk", "bulk-s2c":

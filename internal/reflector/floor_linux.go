@@ -20,7 +20,9 @@ const MaxStream = time.Minute
 // needs. It answers ARP for its address and, by UDP destination port:
 //
 //	Port     echo: each datagram goes back to its sender, rewritten in
-//	         place (Responder.Handle): the ping-pong floor;
+//	         place (Responder.Handle): the ping-pong floor; and TCP's
+//	         echo on the same port number, without connection state
+//	         (Responder.Reply): the floor of a TCP ping-pong;
 //	Port+1   sink: each datagram is counted and its frame recycled: the
 //	         floor of receiving what a kernel sends as fast as it can;
 //	Port+2   source: a datagram whose payload holds a big-endian uint64
@@ -118,10 +120,17 @@ func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 					streamFor = min(time.Duration(binary.BigEndian.Uint64(p.payload)), MaxStream)
 				}
 				drop = append(drop, d)
-			case f.Handle(fr):
-				tx = append(tx, d)
 			default:
-				drop = append(drop, d)
+				// The frame with the room after it, for a reply
+				// longer than the request (Reply).
+				whole := u.Frame(d.Addr)
+				off := d.Addr & uint64(len(whole)-1)
+				if n := f.Reply(whole[off : off+uint64(d.Len)]); n > 0 {
+					d.Len = uint32(n)
+					tx = append(tx, d)
+				} else {
+					drop = append(drop, d)
+				}
 			}
 		}
 		if sunk > 0 {
@@ -221,10 +230,10 @@ type FloorConfig struct {
 }
 
 // StartFloor opens an AF_XDP socket on queue 0 of the interface (in the
-// calling thread's namespace), steers cfg.Addr's ARP and its three UDP
-// ports to it with ustack's XDP program in native mode, and runs a
-// spinning Floor on it. The returned function stops the floor and
-// releases everything; on error nothing is left behind.
+// calling thread's namespace), steers cfg.Addr's ARP, its three UDP
+// ports and its TCP echo port to it with ustack's XDP program in native
+// mode, and runs a spinning Floor on it. The returned function stops the
+// floor and releases everything; on error nothing is left behind.
 func StartFloor(cfg FloorConfig) (_ *Floor, stop func(), err error) {
 	ifc, err := xsk.LookupInterface(cfg.Interface)
 	if err != nil {
@@ -256,6 +265,7 @@ func StartFloor(cfg FloorConfig) (_ *Floor, stop func(), err error) {
 	for i := range uint16(3) {
 		s.Ports = append(s.Ports, bpf.OwnedPort{Addr: cfg.Addr, Proto: bpf.UDP, Port: cfg.Port + i})
 	}
+	s.Ports = append(s.Ports, bpf.OwnedPort{Addr: cfg.Addr, Proto: bpf.TCP, Port: cfg.Port})
 	prog, _, err := bpf.Setup(s)
 	if err != nil {
 		return nil, nil, fmt.Errorf("steer %s to the floor: %w", ifc.Name, err)

@@ -3,6 +3,7 @@ package reflector_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -61,12 +62,43 @@ func TestPrivilegedFloor(t *testing.T) {
 	}
 	c.Close()
 
-	// Sink and source, from kernel sockets.
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var nc net.Conn
 		err := p.Kernel.Do(func() (err error) { nc, err = net.Dial(network, addr); return err })
 		return nc, err
 	}
+
+	// TCP echo, to the kernel's TCP: messages within a segment and cut
+	// into several, up to nearly the 64 KiB window each end announces
+	// (the echo never retransmits: a client that sends past its own
+	// receive window can lose an echo for good); then a close the floor
+	// answers.
+	tc, err := dial(context.Background(), "tcp", floorAddr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.SetDeadline(time.Now().Add(10 * time.Second))
+	for i, size := range []int{1, 64, 1460, 8192, 30_000, 60_000} {
+		msg := make([]byte, size)
+		for j := range msg {
+			msg[j] = byte(i*31 + j*7)
+		}
+		go tc.Write(msg)
+		back := make([]byte, size)
+		if _, err := io.ReadFull(tc, back); err != nil || !bytes.Equal(back, msg) {
+			t.Fatalf("TCP echo of %d bytes: %v, equal %v", size, err, bytes.Equal(back, msg))
+		}
+	}
+	tc.(*net.TCPConn).CloseWrite()
+	if n, err := tc.Read(buf); n != 0 || err != io.EOF {
+		t.Errorf("after our FIN: %d bytes, %v; want the floor's FIN", n, err)
+	}
+	tc.Close()
+	if f.TCP.Load() == 0 {
+		t.Error("no TCP reply counted")
+	}
+
+	// Sink and source, from kernel sockets.
 	f.ResetSink()
 	sent, err := reflector.Blast(context.Background(), dial, netip.AddrPortFrom(vethtest.UstackIPv4, port+1).String(), reflector.MaxUDPPayload(1500), 200*time.Millisecond)
 	if err != nil {

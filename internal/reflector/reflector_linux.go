@@ -27,7 +27,7 @@ type Responder struct {
 	// back; the slice aliases the frame and is valid only during the call.
 	OnUDP func(payload []byte)
 
-	ARPs, UDP, BadChecksums, Ignored atomic.Int64
+	ARPs, UDP, TCP, BadChecksums, Ignored atomic.Int64
 }
 
 // Reflector answers on one socket of package xsk.
