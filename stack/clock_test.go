@@ -34,6 +34,59 @@ func (c *countingClock) NowMonotonic() tcpip.MonotonicTime {
 	return c.Clock.NowMonotonic()
 }
 
+// timerCountingClock is the system clock, counting the runtime timer
+// operations netstack's timers make: starts, resets and stops.
+type timerCountingClock struct {
+	tcpip.Clock
+	ops atomic.Int64
+}
+
+func (c *timerCountingClock) AfterFunc(d time.Duration, f func()) tcpip.Timer {
+	c.ops.Add(1)
+	return &countedTimer{Timer: c.Clock.AfterFunc(d, f), c: c}
+}
+
+type countedTimer struct {
+	tcpip.Timer
+	c *timerCountingClock
+}
+
+func (t *countedTimer) Stop() bool {
+	t.c.ops.Add(1)
+	return t.Timer.Stop()
+}
+
+func (t *countedTimer) Reset(d time.Duration) {
+	t.c.ops.Add(1)
+	t.Timer.Reset(d)
+}
+
+// TestMemTimerOpsPerRoundTrip: a 64-byte request and its echo cost
+// netstack's timers at most maxOps runtime timer operations, both ends
+// together. The delayed-ACK timer a request arms and the reply disarms
+// is left armed and only moved (patch 0088): a stop and a start per
+// round trip each end, 4.00 operations per round trip here, became one
+// move per delayed-ACK period, 0.09.
+func TestMemTimerOpsPerRoundTrip(t *testing.T) {
+	clk := &timerCountingClock{Clock: tcpip.NewStdClock()}
+	withClock := func(c *Config) { c.clock = clk }
+	round := echoRound(t, newMemPairCfg(t, Spin, withClock, withClock))
+	for i := 0; i < 100; i++ {
+		round()
+	}
+	const rounds = 2000
+	ops0 := clk.ops.Load()
+	for i := 0; i < rounds; i++ {
+		round()
+	}
+	ops := float64(clk.ops.Load()-ops0) / rounds
+	t.Logf("%.2f runtime timer operations per round trip", ops)
+	const maxOps = 1.0
+	if ops > maxOps {
+		t.Errorf("%.2f runtime timer operations per round trip, want at most %.1f", ops, maxOps)
+	}
+}
+
 // echoRound connects A to an echo on B (dialPair) and returns a 64-byte
 // round trip over the connection; it fails the test on an error.
 func echoRound(t *testing.T, mp *memPair) func() {

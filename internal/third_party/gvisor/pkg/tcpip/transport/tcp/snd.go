@@ -2102,8 +2102,12 @@ func (s *sender) sendSegmentFromPacketBufferAt(now tcpip.MonotonicTime, pkt *sta
 
 	// Remember the max sent ack.
 	s.MaxSentAck = rcvNxt
-	// ustack: this segment carries the ACK owed.
-	s.delackTimer.stop()
+	// ustack: this segment carries the ACK owed. Disabled, not stopped:
+	// the clock timer stays armed (orphaned) and the next request's
+	// enable finds it and only moves the target, where a stop and a
+	// start would cost two runtime timer operations a round trip
+	// (patch 0088).
+	s.delackTimer.disable()
 
 	// ustack: the fast path's send writes the frame from the segment's
 	// bytes, with no packet of its own (patch 0081).
@@ -2131,8 +2135,9 @@ func (s *sender) sendEmptySegment(flags header.TCPFlags, seq seqnum.Value) tcpip
 
 	// Remember the max sent ack.
 	s.MaxSentAck = rcvNxt
-	// ustack: this segment carries the ACK owed.
-	s.delackTimer.stop()
+	// ustack: this segment carries the ACK owed (disabled, not stopped,
+	// as above).
+	s.delackTimer.disable()
 
 	return s.ep.sendEmptyRaw(flags, seq, rcvNxt, rcvWnd)
 }
