@@ -1,8 +1,11 @@
 package stack
 
 import (
+	"fmt"
+	"io"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -267,5 +270,64 @@ func TestScriptFastReceiveOwedAckAfterUserLock(t *testing.T) {
 	}
 	if s.Flags != "A" || s.Ack != 1+n*size {
 		t.Fatalf("got %v, want the ACK of all %d bytes", s, n*size)
+	}
+}
+
+// TestScriptReaderReplyBeforeAck: a request the fast path's receive
+// queues for a goroutine's Read reaches the application before netstack
+// processes the ACK it carries (netstack patch 0084's runLateAckLocked,
+// run from the worker's deferred work after its yield), so the reply is
+// not held up by that bookkeeping: with one P, the server reading a
+// request sees the previous reply still unacknowledged, though the
+// request acknowledges it. (Most requests show it; the scheduler may
+// run the peer's goroutine first now and then.) Without it no request
+// does. The ACKs are acted on all the same: nothing is outstanding but
+// the last reply, and each reply carries its ACK.
+func TestScriptReaderReplyBeforeAck(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	p := newScriptPeer(t, scriptOptions{})
+	c := p.Connect()
+	const rounds, size = 8, 10
+	una := make(chan uint32, rounds)
+	go func() {
+		defer close(una)
+		buf := make([]byte, size)
+		for range rounds {
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return
+			}
+			una <- uint32(c.(*tcpConn).ep.FastState().SndUna - p.irs)
+			c.Write(buf)
+		}
+	}()
+	seq, ack := uint32(1), uint32(1)
+	for i := range rounds {
+		req := []byte(fmt.Sprintf("request %02d", i))
+		p.Send(seg{Flags: "PA", Seq: seq, Ack: ack, Payload: req})
+		seq += size
+		p.Expect(seg{Flags: "PA", Seq: ack, Ack: seq, Payload: req})
+		ack += size
+	}
+	p.ExpectNothing(20 * time.Millisecond)
+	// Request i (from 1) acknowledges reply i-1: SND.UNA 1+size*i once
+	// its ACK is processed, 1+size*(i-1) before.
+	var seen []uint32
+	ahead := 0
+	for u := range una {
+		if i := uint32(len(seen)); i > 0 && u == 1+size*(i-1) {
+			ahead++
+		}
+		seen = append(seen, u)
+	}
+	t.Logf("SND.UNA (from ustack's ISN) as the server read each request: %v; %d of %d requests read before their ACK's processing", seen, ahead, rounds-1)
+	if len(seen) != rounds || ahead == 0 {
+		t.Errorf("no request reached the reader before the ACK it carried was processed")
+	}
+	fs := c.(*tcpConn).ep.FastState()
+	if out := fs.SndNxt - fs.SndUna; out != size {
+		t.Errorf("%d bytes outstanding after the last request, want the last reply's %d: an ACK went unprocessed", out, size)
+	}
+	if fs.RcvNxt != fs.MaxSentAck {
+		t.Errorf("RCV.NXT %d, last ACK sent %d: a reply did not carry its ACK", fs.RcvNxt, fs.MaxSentAck)
 	}
 }

@@ -175,13 +175,15 @@ func TestMemHandlerSlowReader(t *testing.T) {
 	if h.drains.Load() == 0 {
 		t.Errorf("16 MiB echoed to a slow reader without OnDrain: the stream never held writes back")
 	}
-	// While its writes were held back the stream refused the fast
-	// path's bytes, and what came next queued behind them.
+	// What the stream did not take from the frame (it refuses bytes
+	// while its writes are held back, later ones queue behind them, and
+	// a zero window sends segments the slow way: the mix depends on
+	// timing) is counted, by reason, as it was left in the queue.
 	st := mp.b.Stats()
 	t.Logf("bytes left in the queue: slow %d, behind %d, refused %d, large %d, before %d; %d from the queue, %d from the frame",
 		st.HandlerBytesLeftSlow, st.HandlerBytesLeftBehind, st.HandlerBytesLeftRefused, st.HandlerBytesLeftLarge, st.HandlerBytesLeftBefore, st.HandlerBytesQueued, st.HandlerBytesDirect)
-	if st.HandlerBytesLeftRefused == 0 || st.HandlerBytesLeftBehind == 0 {
-		t.Errorf("refused %d, behind %d bytes: a stream holding writes back should refuse bytes, and later ones queue behind them", st.HandlerBytesLeftRefused, st.HandlerBytesLeftBehind)
+	if st.HandlerBytesQueued == 0 {
+		t.Error("a stream that held its writes back took every byte from the frame")
 	}
 	if sum := st.HandlerBytesLeftSlow + st.HandlerBytesLeftBehind + st.HandlerBytesLeftRefused + st.HandlerBytesLeftLarge + st.HandlerBytesLeftBefore; sum != st.HandlerBytesQueued {
 		t.Errorf("%d bytes counted left by reason, %d read from the queue", sum, st.HandlerBytesQueued)

@@ -13,8 +13,10 @@ import (
 )
 
 // The RX path: one worker per queue takes RX batches, verifies and
-// copies each frame once into netstack, then runs the TCP processing the
-// batch calls for before it yields to the goroutines that processing woke.
+// copies each frame once into netstack, lets the goroutines whose
+// requests the fast path queued read and reply, then runs the rest of
+// the TCP processing the batch calls for (the ACKs those requests
+// carried among it) before it yields to the goroutines that woke.
 
 // spinYield is how many empty polls a spinning worker makes between
 // yields to other goroutines on its P when the workers may hold every P
@@ -99,6 +101,23 @@ func (e *endpoint) worker(i int, q *queue) {
 					e.deliverBatch(q, q.rxDescs[:n])
 					q.io.Recycle(q.rxDescs[:n])
 				}
+			}
+			if n < batchSize && q.takeWoke() {
+				// The fast path's receive queued data for application
+				// goroutines and readied them, leaving the ACKs the
+				// segments carried to runDeferred (netstack's
+				// runLateAckLocked): let them read and write their
+				// replies here and now, most likely from this P's
+				// runnext, kick the replies, then do the batch's
+				// deferred work, which their replies no longer wait
+				// for. (A full batch, most likely part of a burst,
+				// goes straight on to its deferred work, as below.)
+				if t := e.trace; t != nil {
+					t.processed()
+				}
+				q.rxYields.Add(1)
+				runtime.Gosched()
+				q.flushTx()
 			}
 			q.runDeferred()
 			if e.ready.n.Load() > 0 {

@@ -141,6 +141,11 @@ type handshake struct {
 func timerHandler(e *Endpoint, f func() tcpip.Error) func() {
 	return func() {
 		e.mu.Lock()
+		// ustack: an ACK the fast path left pending before the timer
+		// acts on what it acknowledges (patch 0084).
+		if e.lateAckLocked() {
+			e.runLateAckLocked()
+		}
 		if err := f(); err != nil {
 			e.lastErrorMu.Lock()
 			// If the handler timed out and we have a lastError recorded (maybe due
@@ -1328,6 +1333,11 @@ func (e *Endpoint) handleReset(s *segment) (ok bool, err tcpip.Error) {
 // +checklocksexclude:e.segmentQueue.mu
 // +checklocksexclude:e.snd.rtt.rttMutex
 func (e *Endpoint) handleSegmentsLocked() tcpip.Error {
+	// ustack: an ACK the fast path left pending comes before the
+	// segments that arrived after it (patch 0084).
+	if e.lateAckLocked() {
+		e.runLateAckLocked()
+	}
 	sndUna := e.snd.SndUna
 	// ustack: an ACK the fast path left owed is this batch's to send.
 	e.fastAckOwed = false

@@ -405,8 +405,12 @@ const inlineRounds = 4
 func (e *Endpoint) RunDeferred() {
 	e.pendingInline.Store(false)
 	if e.segmentQueue.empty() {
-		// ustack: the ACK the fast path's segments owe (patch 0084).
+		// ustack: the ACK the fast path's last segment carried, and
+		// the ACK its segments owe (patch 0084).
 		if e.TryLock() {
+			if e.lateAckLocked() {
+				e.runLateAckLocked()
+			}
 			e.finishFastLocked()
 			e.mu.Unlock()
 		}

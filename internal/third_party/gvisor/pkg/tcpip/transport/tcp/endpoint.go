@@ -742,6 +742,13 @@ func (e *Endpoint) LockUser() {
 // +checklocksexclude:e.segmentQueue.mu
 // +checklocksexclude:e.pendingProcessingMu
 func (e *Endpoint) UnlockUser() {
+	// ustack: the ACK of a segment the fast path's receive took, once
+	// the worker's RunDeferred has run and could not take the lock
+	// this goroutine held; while it has yet to run, the ACK is its,
+	// after the reader's reply (patch 0084).
+	if e.lateAckLocked() && !e.pendingInline.Load() {
+		e.runLateAckLocked()
+	}
 	// ustack: an ACK the fast path's receive left owed for RunDeferred,
 	// which could not take the lock this goroutine held (patch 0084).
 	if e.fastAckOwed {
@@ -756,8 +763,12 @@ func (e *Endpoint) UnlockUser() {
 		if e.ownedByUser.Swap(0) != 1 {
 			panic("e.UnlockUser() called without calling e.LockUser()")
 		}
+		late := e.lateAckLocked()
 		e.mu.Unlock()
 		e.segmentQueue.mu.Unlock()
+		if late {
+			e.lateAckAfterUnlock()
+		}
 		return
 	}
 	e.segmentQueue.mu.Unlock()
@@ -1251,6 +1262,11 @@ func (e *Endpoint) closePendingAcceptableConnectionsLocked() {
 // +checklocks:e.mu
 func (e *Endpoint) cleanupLocked() {
 	if e.snd != nil {
+		// ustack: a pending fast-path ACK has nothing left to act on.
+		if e.snd.lateAck != nil {
+			e.snd.lateAck.DecRef()
+			e.snd.lateAck = nil
+		}
 		e.snd.resendTimer.cleanup()
 		e.snd.probeTimer.cleanup()
 		e.snd.reorderTimer.cleanup()

@@ -125,6 +125,11 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 	if !e.TryLock() {
 		return FastMissBusy
 	}
+	if e.lateAckLocked() {
+		// The previous segment's ACK first: prediction reads the
+		// sender's state.
+		e.runLateAckLocked()
+	}
 	if miss := e.predictLocked(hdr, len(payload), hasTS, tsVal); miss != FastHit {
 		e.mu.Unlock()
 		return miss
@@ -173,9 +178,24 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 		data = buffer.MakeWithData(payload)
 	}
 	s := e.fastSegment(hdr, hasTS, tsVal, tsEcr, now, netHdrLen, data)
-	e.receiveFastLocked(s, consumed)
-	e.mu.Unlock()
-	s.DecRef()
+	if consumed {
+		e.receiveFastLocked(s, consumed)
+		e.mu.Unlock()
+		s.DecRef()
+	} else {
+		// For a reader: the receive side now, and the timestamp its
+		// reply echoes; the ACK the segment carries after the reader
+		// had its turn (runLateAckLocked, from RunDeferred), as a
+		// handler's Taken has it. The segment's reference is
+		// the sender's lateAck's.
+		seq := s.sequenceNumber
+		e.receiveFastDataLocked(seq, seqnum.Size(len(payload)), now, s)
+		if e.SendTSOk && hasTS {
+			e.updateRecentTimestamp(tsVal, e.snd.MaxSentAck, seq)
+		}
+		e.snd.lateAck = s
+		e.mu.Unlock()
+	}
 	if !e.pendingInline.Swap(true) {
 		d.Defer(e)
 	}
@@ -367,6 +387,51 @@ func (e *Endpoint) receiveFastAckLocked(s *segment, now tcpip.MonotonicTime) {
 		}
 	}
 	e.resetKeepaliveTimer(true /* receivedData */)
+}
+
+// runLateAckLocked processes the ACK of the segment the fast path's
+// receive took for the receive queue (sender.lateAck): the sender's part of
+// receiveFastLocked, left until the reader it woke had its turn to read
+// and reply, as receiveFastTakenLocked leaves it until after Taken, so
+// that the reply is not held up by the bookkeeping of the ACK the
+// request carried. RunDeferred runs it after the worker's yield to the
+// application; whoever takes the lock first with it pending (the next
+// segment, the ordinary path, a timer, an application's call once
+// RunDeferred has run) runs it before acting on the sender's state.
+//
+// +checklocks:e.mu
+func (e *Endpoint) runLateAckLocked() {
+	s := e.snd.lateAck
+	e.snd.lateAck = nil
+	if st := e.EndpointState(); st.connected() && st != StateTimeWait {
+		// A fresh clock reading, as after Taken: replies went out
+		// after the segment's ingress time.
+		e.receiveFastAckLocked(s, e.stack.Clock().NowMonotonic())
+	}
+	s.DecRef()
+}
+
+// lateAckLocked reports whether the fast path left an ACK pending.
+//
+// +checklocks:e.mu
+func (e *Endpoint) lateAckLocked() bool { return e.snd != nil && e.snd.lateAck != nil }
+
+// lateAckAfterUnlock closes the window UnlockUser leaves: RunDeferred may
+// clear pendingInline and fail to take the lock while the application
+// holds it, after UnlockUser looked at pendingInline. Called unlocked.
+// If another goroutine holds the lock now, its unlock, or the next
+// segment or timer, runs the ACK.
+func (e *Endpoint) lateAckAfterUnlock() {
+	if e.pendingInline.Load() || !e.TryLock() {
+		return
+	}
+	if e.lateAckLocked() {
+		e.runLateAckLocked()
+		if e.fastAckOwed {
+			e.finishFastLocked()
+		}
+	}
+	e.mu.Unlock()
 }
 
 // FastConsumer takes the payload of in-order segments straight from the
