@@ -331,3 +331,39 @@ func TestScriptReaderReplyBeforeAck(t *testing.T) {
 		t.Errorf("RCV.NXT %d, last ACK sent %d: a reply did not carry its ACK", fs.RcvNxt, fs.MaxSentAck)
 	}
 }
+
+// TestScriptReaderLateAckIsNoDuplicate: the ACK a request carries, left
+// for after the reader's reply, is processed as the segment it came in,
+// payload and all: a request that acknowledges nothing new (a client
+// streaming its writes ahead of the echoes), without SACK, is not taken
+// for a duplicate ACK once the reader has consumed its bytes. Taken for
+// one, it would turn the connection's fast path off (recovery state)
+// and bring fast retransmit one duplicate nearer.
+func TestScriptReaderLateAckIsNoDuplicate(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	p := newScriptPeer(t, scriptOptions{NoSACK: true})
+	c := p.Connect()
+	const rounds, size = 5, 10
+	go func() {
+		buf := make([]byte, size)
+		for range rounds {
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return
+			}
+			c.Write(buf)
+		}
+	}()
+	before := fastCounts(p.s.Stats())
+	seq := uint32(1)
+	for i := range rounds {
+		req := []byte(fmt.Sprintf("request %02d", i))
+		p.Send(seg{Flags: "PA", Seq: seq, Ack: 1, Payload: req})
+		seq += size
+		p.Expect(seg{Flags: "PA", Seq: 1 + uint32(i)*size, Ack: seq, Payload: req})
+	}
+	p.ExpectNothing(20 * time.Millisecond)
+	after := fastCounts(p.s.Stats())
+	if hits, rec := after[tcp.FastHit]-before[tcp.FastHit], after[tcp.FastMissRecovery]-before[tcp.FastMissRecovery]; hits != rounds || rec != 0 {
+		t.Errorf("%d of %d requests on the fast path, %d left for recovery state: a late ACK passed for a duplicate", hits, rounds, rec)
+	}
+}

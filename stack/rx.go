@@ -102,10 +102,11 @@ func (e *endpoint) worker(i int, q *queue) {
 					q.io.Recycle(q.rxDescs[:n])
 				}
 			}
-			if n < batchSize && q.takeWoke() {
-				// The fast path's receive queued data for application
-				// goroutines and readied them, leaving the ACKs the
-				// segments carried to runDeferred (netstack's
+			yielded := false
+			if late := q.deferred.late; late && n < batchSize && q.takeWoke() {
+				// The fast path's receive queued requests for
+				// application goroutines and readied them, leaving the
+				// ACKs the segments carried to runDeferred (netstack's
 				// runLateAckLocked): let them read and write their
 				// replies here and now, most likely from this P's
 				// runnext, kick the replies, then do the batch's
@@ -115,17 +116,19 @@ func (e *endpoint) worker(i int, q *queue) {
 				if t := e.trace; t != nil {
 					t.processed()
 				}
+				yielded = true
 				q.rxYields.Add(1)
 				runtime.Gosched()
 				q.flushTx()
 			}
+			q.deferred.late = false
 			q.runDeferred()
 			if e.ready.n.Load() > 0 {
 				// Worker-read connections the processing made readable
 				// (PollOnWorker): their consumers run here too.
 				e.ready.drain()
 			}
-			if t := e.trace; t != nil {
+			if t := e.trace; t != nil && !yielded {
 				t.processed()
 			}
 			idle = 0
@@ -346,10 +349,17 @@ type deferred struct {
 	// a request alone, whose reply the worker kicks as soon as it is
 	// written (Stream.runDirect) rather than after the batch's work.
 	solo bool
+	// late is set when the fast path's receive left the ACK of a
+	// segment it queued for a reader to the deferred work
+	// (tcp.LateAckNoter): the worker lets the reader run first.
+	late bool
 }
 
 // Defer implements gstack.Deferrer.
 func (d *deferred) Defer(w gstack.DeferredWork) { d.work = append(d.work, w) }
+
+// NoteLateAck implements tcp.LateAckNoter.
+func (d *deferred) NoteLateAck() { d.late = true }
 
 func (d *deferred) run() {
 	for i, w := range d.work {

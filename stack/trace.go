@@ -12,7 +12,9 @@ type TraceStage int
 
 const (
 	// StageProcessed: netstack finished the RX batch that carried the
-	// request (TCP processed on the worker).
+	// request (TCP processed on the worker; for a request queued for a
+	// goroutine's Read, all but the ACK it carried, which the worker
+	// processes after the reply).
 	StageProcessed TraceStage = iota
 	// StageRead: the application's Read returned the request.
 	StageRead

@@ -1263,10 +1263,7 @@ func (e *Endpoint) closePendingAcceptableConnectionsLocked() {
 func (e *Endpoint) cleanupLocked() {
 	if e.snd != nil {
 		// ustack: a pending fast-path ACK has nothing left to act on.
-		if e.snd.lateAck != nil {
-			e.snd.lateAck.DecRef()
-			e.snd.lateAck = nil
-		}
+		e.snd.lateAck = fastACK{}
 		e.snd.resendTimer.cleanup()
 		e.snd.probeTimer.cleanup()
 		e.snd.reorderTimer.cleanup()
@@ -3209,6 +3206,11 @@ func (e *Endpoint) HandleError(transErr stack.TransportError, pkt *stack.PacketB
 		if update {
 			e.mu.Lock()
 			defer e.mu.Unlock()
+			// ustack: an ACK the fast path left pending first (patch
+			// 0084): the resend below is of what it leaves unacked.
+			if e.lateAckLocked() {
+				e.runLateAckLocked()
+			}
 			if e.snd != nil {
 				e.snd.updateMaxPayloadSize(newMTU, 1 /* count */)
 			}

@@ -200,12 +200,13 @@ type sender struct {
 	// probeTimer is used to schedule PTO for RACK TLP algorithm.
 	probeTimer timer `state:"nosave"`
 
-	// lateAck is a segment the fast path's receive took for the receive
-	// queue whose ACK it left to process after the reader had its turn
-	// (ustack, patch 0084: Endpoint.runLateAckLocked); nil if none. The
-	// sender holds it, not the endpoint, which fills its size class.
+	// lateAck is the ACK of a segment the fast path's receive took for
+	// the receive queue, left to process after the reader had its turn
+	// (ustack, patch 0084: Endpoint.runLateAckLocked); pending is false
+	// if none. The sender holds it, not the endpoint, which fills its
+	// size class.
 	// +checklocks:ep.mu
-	lateAck *segment `state:"nosave"`
+	lateAck fastACK `state:"nosave"`
 
 	// spuriousRecovery indicates whether the sender entered recovery
 	// spuriously as described in RFC3522 Section 3.2.

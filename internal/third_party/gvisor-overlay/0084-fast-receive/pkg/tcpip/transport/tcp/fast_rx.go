@@ -180,22 +180,32 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 	s := e.fastSegment(hdr, hasTS, tsVal, tsEcr, now, netHdrLen, data)
 	if consumed {
 		e.receiveFastLocked(s, consumed)
-		e.mu.Unlock()
-		s.DecRef()
 	} else {
-		// For a reader: the receive side now, and the timestamp its
-		// reply echoes; the ACK the segment carries after the reader
-		// had its turn (runLateAckLocked, from RunDeferred), as a
-		// handler's Taken has it. The segment's reference is
-		// the sender's lateAck's.
+		// For the receive queue (a goroutine's read, or a consumer
+		// that could not take the bytes at once): the receive side
+		// now, and the timestamp a reply echoes; the ACK the segment
+		// carries after the reader had its turn (runLateAckLocked,
+		// from RunDeferred), as a handler's Taken has it. The ACK is
+		// kept as its fields, not as s, whose payload the reader
+		// consumes: processed with none, it would pass for a
+		// duplicate ACK.
 		seq := s.sequenceNumber
 		e.receiveFastDataLocked(seq, seqnum.Size(len(payload)), now, s)
 		if e.SendTSOk && hasTS {
 			e.updateRecentTimestamp(tsVal, e.snd.MaxSentAck, seq)
 		}
-		e.snd.lateAck = s
-		e.mu.Unlock()
+		e.snd.lateAck = fastACK{pending: true, hasTS: hasTS, flags: hdr.Flags(), doff: uint8(off), window: hdr.WindowSize(),
+			netHdrLen: uint16(netHdrLen), seq: seq, ack: seqnum.Value(hdr.AckNumber()), tsVal: tsVal, tsEcr: tsEcr,
+			n: uint32(len(payload)), rcvdTime: now}
+		// The data is owed its ACK now, whenever the pending one is
+		// processed: the delayed-ACK timer (or the backstop) covers it.
+		e.oweFastAckLocked(now)
+		if n, ok := d.(LateAckNoter); ok {
+			n.NoteLateAck()
+		}
 	}
+	e.mu.Unlock()
+	s.DecRef()
 	if !e.pendingInline.Swap(true) {
 		d.Defer(e)
 	}
@@ -209,12 +219,22 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 // predicted segment (hdr, its timestamps, its ingress time) with data as
 // its payload, and counts it received.
 func (e *Endpoint) fastSegment(hdr header.TCP, hasTS bool, tsVal, tsEcr uint32, now tcpip.MonotonicTime, netHdrLen int, data buffer.Buffer) *segment {
+	s := e.newFastSegment(seqnum.Value(hdr.SequenceNumber()), seqnum.Value(hdr.AckNumber()), hdr.Flags(), hdr.WindowSize(), int(hdr.DataOffset()),
+		hasTS, tsVal, tsEcr, now, netHdrLen, data)
+	e.stack.Stats().TCP.ValidSegmentsReceived.Increment()
+	e.stats.SegmentsReceived.Increment()
+	return s
+}
+
+// newFastSegment is fastSegment from the header's fields (doff is the
+// TCP header's length), not counted.
+func (e *Endpoint) newFastSegment(seq, ack seqnum.Value, flags header.TCPFlags, window uint16, doff int, hasTS bool, tsVal, tsEcr uint32, now tcpip.MonotonicTime, netHdrLen int, data buffer.Buffer) *segment {
 	s := newSegment()
 	s.id = e.TransportEndpointInfo.ID
-	s.sequenceNumber = seqnum.Value(hdr.SequenceNumber())
-	s.ackNumber = seqnum.Value(hdr.AckNumber())
-	s.flags = hdr.Flags()
-	s.window = seqnum.Size(hdr.WindowSize())
+	s.sequenceNumber = seq
+	s.ackNumber = ack
+	s.flags = flags
+	s.window = seqnum.Size(window)
 	s.parsedOptions.TS = hasTS
 	s.parsedOptions.TSVal = tsVal
 	s.parsedOptions.TSEcr = tsEcr
@@ -222,11 +242,33 @@ func (e *Endpoint) fastSegment(hdr header.TCP, hasTS bool, tsVal, tsEcr uint32, 
 	s.csumValid = true
 	s.pkt = stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: data})
 	s.pkt.RXChecksumValidated = true
-	s.dataMemSize = s.pkt.MemSize() + netHdrLen + int(hdr.DataOffset())
+	s.dataMemSize = s.pkt.MemSize() + netHdrLen + doff
 	s.setOwner(e, recvQ)
-	e.stack.Stats().TCP.ValidSegmentsReceived.Increment()
-	e.stats.SegmentsReceived.Increment()
 	return s
+}
+
+// fastACK is what the fast path's receive keeps of a segment whose ACK
+// it leaves for later (sender.lateAck): what the ACK's processing reads,
+// from which runLateAckLocked makes a segment then, with a payload of
+// zeros of the segment's length (as after Taken).
+type fastACK struct {
+	pending      bool
+	hasTS        bool
+	flags        header.TCPFlags
+	doff         uint8
+	window       uint16
+	netHdrLen    uint16
+	seq, ack     seqnum.Value
+	tsVal, tsEcr uint32
+	n            uint32
+	rcvdTime     tcpip.MonotonicTime
+}
+
+// LateAckNoter is implemented by a Deferrer that wants to know that the
+// fast path's receive left the ACK of a segment it queued for a reader
+// to RunDeferred (ustack's worker then lets the reader run first).
+type LateAckNoter interface {
+	NoteLateAck()
 }
 
 // receiveFastTakenLocked processes a predicted segment whose payload a
@@ -376,6 +418,16 @@ func (e *Endpoint) receiveFastAckLocked(s *segment, now tcpip.MonotonicTime) {
 	if sndUna.LessThan(e.snd.SndUna) {
 		e.route.ConfirmReachable()
 	}
+	e.oweFastAckLocked(s.rcvdTime)
+	e.resetKeepaliveTimer(true /* receivedData */)
+}
+
+// oweFastAckLocked notes the ACK owed for data received at rcvdTime, if
+// none has carried it yet, for RunDeferred to decide on, with the
+// delayed-ACK timer (or the backstop) armed.
+//
+// +checklocks:e.mu
+func (e *Endpoint) oweFastAckLocked(rcvdTime tcpip.MonotonicTime) {
 	if e.rcv.RcvNxt != e.snd.MaxSentAck {
 		e.fastAckOwed = true
 		if !e.snd.delackTimer.enabled() {
@@ -383,10 +435,9 @@ func (e *Endpoint) receiveFastAckLocked(s *segment, now tcpip.MonotonicTime) {
 			if d <= 0 {
 				d = fastAckBackstop
 			}
-			e.snd.delackTimer.enableAt(s.rcvdTime, d)
+			e.snd.delackTimer.enableAt(rcvdTime, d)
 		}
 	}
-	e.resetKeepaliveTimer(true /* receivedData */)
 }
 
 // runLateAckLocked processes the ACK of the segment the fast path's
@@ -401,20 +452,23 @@ func (e *Endpoint) receiveFastAckLocked(s *segment, now tcpip.MonotonicTime) {
 //
 // +checklocks:e.mu
 func (e *Endpoint) runLateAckLocked() {
-	s := e.snd.lateAck
-	e.snd.lateAck = nil
+	a := e.snd.lateAck
+	e.snd.lateAck = fastACK{}
 	if st := e.EndpointState(); st.connected() && st != StateTimeWait {
+		s := e.newFastSegment(a.seq, a.ack, a.flags, a.window, int(a.doff), a.hasTS, a.tsVal, a.tsEcr, a.rcvdTime, int(a.netHdrLen),
+			buffer.MakeWithView(consumedPayload(int(min(a.n, 1<<16)))))
 		// A fresh clock reading, as after Taken: replies went out
-		// after the segment's ingress time.
+		// after the segment's ingress time (which the segment keeps,
+		// for the RTT and RACK).
 		e.receiveFastAckLocked(s, e.stack.Clock().NowMonotonic())
+		s.DecRef()
 	}
-	s.DecRef()
 }
 
 // lateAckLocked reports whether the fast path left an ACK pending.
 //
 // +checklocks:e.mu
-func (e *Endpoint) lateAckLocked() bool { return e.snd != nil && e.snd.lateAck != nil }
+func (e *Endpoint) lateAckLocked() bool { return e.snd != nil && e.snd.lateAck.pending }
 
 // lateAckAfterUnlock closes the window UnlockUser leaves: RunDeferred may
 // clear pendingInline and fail to take the lock while the application
