@@ -397,7 +397,7 @@ func TestReportQueuePairReferences(t *testing.T) {
 	r.printTargets(&out)
 	got := out.String()
 	for _, want := range []string{
-		"references (no target; the kernel's own queue pair, same client, same run):\n",
+		"references (no target; the floors against each other, and the kernel's own queue pair, same client, same run):\n",
 		fmt.Sprintf("  %-56s %6.2f\n", "kernel qp write_lat ÷ kernel TCP", 2.0),
 		fmt.Sprintf("  %-56s %6.2f\n", "kernel qp write_lat, handlers ÷ kernel TCP", 1.6),
 		fmt.Sprintf("  %-56s %6.2f\n", "ustack qp write_lat, handlers ÷ kernel's", 0.75),
