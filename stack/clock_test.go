@@ -66,7 +66,8 @@ func (t *countedTimer) Reset(d time.Duration) {
 // together. The delayed-ACK timer a request arms and the reply disarms
 // is left armed and only moved (patch 0088): a stop and a start per
 // round trip each end, 4.00 operations per round trip here, became one
-// move per delayed-ACK period, 0.09.
+// move per delayed-ACK period, 0.09 (about one per round trip where a
+// round trip takes longer than that period).
 func TestMemTimerOpsPerRoundTrip(t *testing.T) {
 	clk := &timerCountingClock{Clock: tcpip.NewStdClock()}
 	withClock := func(c *Config) { c.clock = clk }
@@ -81,7 +82,9 @@ func TestMemTimerOpsPerRoundTrip(t *testing.T) {
 	}
 	ops := float64(clk.ops.Load()-ops0) / rounds
 	t.Logf("%.2f runtime timer operations per round trip", ops)
-	const maxOps = 1.0
+	// A round trip that outlasts the delayed-ACK period (0.5 ms; under
+	// the race detector) re-arms the timer once: about 1 per round trip.
+	const maxOps = 2.0
 	if ops > maxOps {
 		t.Errorf("%.2f runtime timer operations per round trip, want at most %.1f", ops, maxOps)
 	}
