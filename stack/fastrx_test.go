@@ -367,3 +367,59 @@ func TestScriptReaderLateAckIsNoDuplicate(t *testing.T) {
 		t.Errorf("%d of %d requests on the fast path, %d left for recovery state: a late ACK passed for a duplicate", hits, rounds, rec)
 	}
 }
+
+// TestScriptWorkerReaderReplyBeforeAck: a worker-read connection
+// (PollOnWorker, as a queue pair's engine) given a request's bytes
+// straight from the frame runs consumed before netstack processes the
+// ACK the request carried (FastConsumer.Taken), so what it writes from
+// there goes out first: consumed reading the second request sees the
+// first reply still unacknowledged, though the request acknowledges
+// it, every time. The ACKs are acted on after.
+func TestScriptWorkerReaderReplyBeforeAck(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{})
+	c := p.Connect().(*tcpConn)
+	const rounds, size = 5, 10
+	var mu sync.Mutex
+	var got []byte
+	var una []uint32
+	err := c.PollOnWorker(func(b []byte) {
+		mu.Lock()
+		got = append(got, b...)
+		mu.Unlock()
+	}, func() bool {
+		mu.Lock()
+		req := got
+		got = nil
+		mu.Unlock()
+		una = append(una, uint32(c.ep.FastState().SndUna-p.irs))
+		if n, err := c.TryWrite(req); n != len(req) || err != nil {
+			t.Errorf("TryWrite: %d of %d, %v", n, len(req), err)
+		}
+		return false
+	}, func(error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, ack := uint32(1), uint32(1)
+	for i := range rounds {
+		req := []byte(fmt.Sprintf("request %02d", i))
+		p.Send(seg{Flags: "PA", Seq: seq, Ack: ack, Payload: req})
+		seq += size
+		p.Expect(seg{Flags: "PA", Seq: ack, Ack: seq, Payload: req})
+		ack += size
+	}
+	p.ExpectNothing(20 * time.Millisecond)
+	for i, u := range una {
+		if i > 0 && u != 1+size*uint32(i-1) {
+			t.Errorf("SND.UNA (from ustack's ISN) as consumed ran for each request: %v; want request %d's ACK not yet processed (%d)", una, i, 1+size*(i-1))
+			break
+		}
+	}
+	if len(una) != rounds {
+		t.Errorf("consumed ran %d times for %d requests", len(una), rounds)
+	}
+	fs := c.ep.FastState()
+	if out := fs.SndNxt - fs.SndUna; out != size {
+		t.Errorf("%d bytes outstanding after the last request, want the last reply's %d: an ACK went unprocessed", out, size)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
 )
@@ -42,13 +43,9 @@ type pollState struct {
 	consumed func() (woke bool)
 	done     func(error)
 	entry    waiter.Entry
-	queued   atomic.Bool // on the ready list
-	ended    atomic.Bool // done called (or on its way)
-	// direct is set when the fast path's receive handed consume bytes
-	// straight from a frame (placeDirect), for pollRead to call
-	// consumed for them.
-	direct atomic.Bool
-	fast   tcp.FastConsumer // the fast path's consumer, if set
+	queued   atomic.Bool      // on the ready list
+	ended    atomic.Bool      // done called (or on its way)
+	fast     tcp.FastConsumer // the fast path's consumer, if set
 }
 
 // init sets p up to be pushed to ready, and run there, on the events of
@@ -169,6 +166,7 @@ func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func() (woke boo
 	c.wq.EventRegister(&p.entry)
 	if !c.s.cfg.NoFastPath {
 		p.fast.Take = func(b []byte) bool { return c.placeDirect(p, b) }
+		p.fast.Taken = func(b []byte, d gstack.Deferrer) { c.placedDirect(p, d) }
 		p.fast.Left = &c.s.pollLeft
 		c.ep.SetFastConsumer(&p.fast)
 	}
@@ -177,16 +175,16 @@ func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func() (woke boo
 	return nil
 }
 
-// placeDirect is the fast path's consumer (netstack's SetFastConsumer)
+// placeDirect is the fast path's consumer (netstack's FastConsumer.Take)
 // for a worker-read connection: the bytes of an in-order segment go to
 // consume straight from the receive frame, while nothing waits in the
 // receive queue, so that a queue pair's engine places them into
 // registered memory with one copy (the frame's), not two (the frame's
-// into netstack's buffer, then that buffer's). consumed follows on the
-// worker's ready list, with the connection unlocked, as after a read.
+// into netstack's buffer, then that buffer's), unless another worker is
+// reading the connection. It keeps the read lock for placedDirect.
 // Called with the connection locked.
 func (c *tcpConn) placeDirect(p *pollState, b []byte) bool {
-	if p.ended.Load() {
+	if p.ended.Load() || !c.readMu.TryLock() {
 		return false
 	}
 	if t := c.s.ep.trace; t != nil {
@@ -194,10 +192,26 @@ func (c *tcpConn) placeDirect(p *pollState, b []byte) bool {
 	}
 	p.w.consume(b)
 	c.s.pollDirect.Add(uint64(len(b)))
-	if !p.direct.Swap(true) {
-		p.push()
-	}
 	return true
+}
+
+// placedDirect (FastConsumer.Taken) calls consumed for the bytes
+// placeDirect handed over, with the connection unlocked, so that what
+// the engine answers (a Read Response, an OnInput handler's post) goes
+// out before netstack processes the ACK the segment carried, as a
+// handler's reply does (Stream.runDirect): for a segment alone in its RX
+// batch the worker kicks it right here.
+func (c *tcpConn) placedDirect(p *pollState, d gstack.Deferrer) {
+	woke := !p.ended.Load() && p.consumed()
+	c.readMu.Unlock()
+	if woke {
+		c.s.ep.setWoke()
+	}
+	if dq, ok := d.(*deferred); ok && dq.solo {
+		for _, q := range c.s.ep.queues {
+			q.flushTx()
+		}
+	}
 }
 
 // pollRead reads what the connection has queued and hands it to the
@@ -206,11 +220,6 @@ func (c *tcpConn) pollRead(p *pollState) {
 	p.queued.Store(false)
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
-	if p.direct.Swap(false) && !p.ended.Load() && p.consumed() {
-		// Bytes placeDirect handed over, which came before anything
-		// queued now.
-		c.s.ep.setWoke()
-	}
 	for i := 0; !p.ended.Load(); i++ {
 		if i == maxPollReads {
 			c.s.ep.ready.push(p)
@@ -268,10 +277,12 @@ func (c *tcpConn) endPoll(err error) {
 //	if wp, ok := conn.(stack.WorkerPoller); ok { ... }
 //
 // PollOnWorker calls consume with the bytes, straight from netstack's
-// buffers and with the connection locked, right after the TCP processing
-// that brought them, then consumed with it unlocked (which may write with
-// TryWrite; it reports whether it readied a goroutine); neither may
-// block. done is called once, on a goroutine of its own, when the stream
+// buffers (or from the receive frame) and with the connection locked,
+// right after the TCP processing that brought them, then consumed with it
+// unlocked (which may write with TryWrite; it reports whether it readied
+// a goroutine; for bytes from the frame it runs before the ACK their
+// segment carried is processed, so what it writes goes first); neither
+// may block. done is called once, on a goroutine of its own, when the stream
 // ends. Read fails afterwards. Package qp runs its engine this way. For a
 // whole application on the worker, see Handler.
 type WorkerPoller interface {
