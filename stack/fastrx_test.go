@@ -273,6 +273,29 @@ func TestScriptFastReceiveOwedAckAfterUserLock(t *testing.T) {
 	}
 }
 
+// echoRequestSize is the length of the requests echoRequests sends.
+const echoRequestSize = 10
+
+// echoRequests has the peer send rounds requests ("request NN", one
+// segment each) to an echo on ustack's end and expect each echoed, then
+// nothing more. With ackEchoes every request acknowledges the echoes
+// before it; without, none (a client streaming its writes ahead).
+func (p *scriptPeer) echoRequests(rounds int, ackEchoes bool) {
+	p.t.Helper()
+	seq, ack := uint32(1), uint32(1)
+	for i := range rounds {
+		req := []byte(fmt.Sprintf("request %02d", i))
+		p.Send(seg{Flags: "PA", Seq: seq, Ack: ack, Payload: req})
+		echo := 1 + uint32(i*echoRequestSize)
+		seq += echoRequestSize
+		p.Expect(seg{Flags: "PA", Seq: echo, Ack: seq, Payload: req})
+		if ackEchoes {
+			ack = echo + echoRequestSize
+		}
+	}
+	p.ExpectNothing(20 * time.Millisecond)
+}
+
 // TestScriptReaderReplyBeforeAck: a request the fast path's receive
 // queues for a goroutine's Read reaches the application before netstack
 // processes the ACK it carries (netstack patch 0084's runLateAckLocked,
@@ -287,7 +310,7 @@ func TestScriptReaderReplyBeforeAck(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	p := newScriptPeer(t, scriptOptions{})
 	c := p.Connect()
-	const rounds, size = 8, 10
+	const rounds, size = 8, echoRequestSize
 	una := make(chan uint32, rounds)
 	go func() {
 		defer close(una)
@@ -300,15 +323,7 @@ func TestScriptReaderReplyBeforeAck(t *testing.T) {
 			c.Write(buf)
 		}
 	}()
-	seq, ack := uint32(1), uint32(1)
-	for i := range rounds {
-		req := []byte(fmt.Sprintf("request %02d", i))
-		p.Send(seg{Flags: "PA", Seq: seq, Ack: ack, Payload: req})
-		seq += size
-		p.Expect(seg{Flags: "PA", Seq: ack, Ack: seq, Payload: req})
-		ack += size
-	}
-	p.ExpectNothing(20 * time.Millisecond)
+	p.echoRequests(rounds, true)
 	// Request i (from 1) acknowledges reply i-1: SND.UNA 1+size*i once
 	// its ACK is processed, 1+size*(i-1) before.
 	var seen []uint32
@@ -343,7 +358,7 @@ func TestScriptReaderLateAckIsNoDuplicate(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	p := newScriptPeer(t, scriptOptions{NoSACK: true})
 	c := p.Connect()
-	const rounds, size = 5, 10
+	const rounds, size = 5, echoRequestSize
 	go func() {
 		buf := make([]byte, size)
 		for range rounds {
@@ -354,14 +369,7 @@ func TestScriptReaderLateAckIsNoDuplicate(t *testing.T) {
 		}
 	}()
 	before := fastCounts(p.s.Stats())
-	seq := uint32(1)
-	for i := range rounds {
-		req := []byte(fmt.Sprintf("request %02d", i))
-		p.Send(seg{Flags: "PA", Seq: seq, Ack: 1, Payload: req})
-		seq += size
-		p.Expect(seg{Flags: "PA", Seq: 1 + uint32(i)*size, Ack: seq, Payload: req})
-	}
-	p.ExpectNothing(20 * time.Millisecond)
+	p.echoRequests(rounds, false)
 	after := fastCounts(p.s.Stats())
 	if hits, rec := after[tcp.FastHit]-before[tcp.FastHit], after[tcp.FastMissRecovery]-before[tcp.FastMissRecovery]; hits != rounds || rec != 0 {
 		t.Errorf("%d of %d requests on the fast path, %d left for recovery state: a late ACK passed for a duplicate", hits, rounds, rec)
@@ -378,7 +386,7 @@ func TestScriptReaderLateAckIsNoDuplicate(t *testing.T) {
 func TestScriptWorkerReaderReplyBeforeAck(t *testing.T) {
 	p := newScriptPeer(t, scriptOptions{})
 	c := p.Connect().(*tcpConn)
-	const rounds, size = 5, 10
+	const rounds, size = 5, echoRequestSize
 	var mu sync.Mutex
 	var got []byte
 	var una []uint32
@@ -400,15 +408,7 @@ func TestScriptWorkerReaderReplyBeforeAck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq, ack := uint32(1), uint32(1)
-	for i := range rounds {
-		req := []byte(fmt.Sprintf("request %02d", i))
-		p.Send(seg{Flags: "PA", Seq: seq, Ack: ack, Payload: req})
-		seq += size
-		p.Expect(seg{Flags: "PA", Seq: ack, Ack: seq, Payload: req})
-		ack += size
-	}
-	p.ExpectNothing(20 * time.Millisecond)
+	p.echoRequests(rounds, true)
 	for i, u := range una {
 		if i > 0 && u != 1+size*uint32(i-1) {
 			t.Errorf("SND.UNA (from ustack's ISN) as consumed ran for each request: %v; want request %d's ACK not yet processed (%d)", una, i, 1+size*(i-1))

@@ -157,20 +157,30 @@ func (r *Responder) Handle(f []byte) bool {
 		}
 		r.UDP.Add(1)
 		// Swapping addresses and ports leaves both checksums valid.
-		var tmp [6]byte
-		copy(tmp[:], f[0:6])
-		copy(f[0:6], f[6:12])
-		copy(f[6:12], tmp[:])
-		copy(tmp[:4], ip[12:16])
-		copy(ip[12:16], ip[16:20])
-		copy(ip[16:20], tmp[:4])
-		copy(tmp[:2], udp[0:2])
+		swapAddrs(f)
+		var port [2]byte
+		copy(port[:], udp[0:2])
 		copy(udp[0:2], udp[2:4])
-		copy(udp[2:4], tmp[:2])
+		copy(udp[2:4], port[:])
 		return true
 	}
 	r.Ignored.Add(1)
 	return false
+}
+
+// swapAddrs swaps the Ethernet frame f's MAC addresses and its IPv4
+// header's source and destination, turning a received frame back to its
+// sender.
+func swapAddrs(f []byte) {
+	var mac [6]byte
+	copy(mac[:], f[0:6])
+	copy(f[0:6], f[6:12])
+	copy(f[6:12], mac[:])
+	ip := f[ethLen:]
+	var a [4]byte
+	copy(a[:], ip[12:16])
+	copy(ip[12:16], ip[16:20])
+	copy(ip[16:20], a[:])
 }
 
 // ChecksumUDP4 returns the UDP checksum over the IPv4 pseudo-header and

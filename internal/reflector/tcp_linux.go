@@ -127,14 +127,7 @@ func (r *Responder) replyTCP(f []byte) int {
 	binary.BigEndian.PutUint16(out[18:], 0)      // urgent pointer
 	r.TCP.Add(1)
 
-	var mac [6]byte
-	copy(mac[:], f[0:6])
-	copy(f[0:6], f[6:12])
-	copy(f[6:12], mac[:])
-	var a [4]byte
-	copy(a[:], ip[12:16])
-	copy(ip[12:16], ip[16:20])
-	copy(ip[16:20], a[:])
+	swapAddrs(f)
 	ip[0] = 0x45
 	binary.BigEndian.PutUint16(ip[2:], uint16(ipv4Len+len(out)))
 	ip[8] = 64

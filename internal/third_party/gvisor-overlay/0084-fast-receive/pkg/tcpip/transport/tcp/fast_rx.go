@@ -156,7 +156,7 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 	}
 
 	now := e.stack.Clock().NowMonotonic()
-	if consumed && c.Taken != nil {
+	if consumed {
 		e.receiveFastTakenLocked(hdr, hasTS, tsVal, tsEcr, now, netHdrLen, c, payload, d)
 		if v != nil {
 			v.Release()
@@ -165,11 +165,6 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 	}
 	var data buffer.Buffer
 	switch {
-	case consumed:
-		// The consumer has the bytes; the segment keeps only their
-		// length, so that ACK processing and memory accounting see
-		// the segment the ordinary path would.
-		data = buffer.MakeWithView(consumedPayload(len(payload)))
 	case v != nil:
 		v.TrimFront(payloadOff)
 		v.CapLength(len(payload))
@@ -177,40 +172,29 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 	default:
 		data = buffer.MakeWithData(payload)
 	}
+	// For the receive queue (a goroutine's read, or a consumer that
+	// could not take the bytes at once): the receive side now, and the
+	// timestamp a reply echoes; the ACK the segment carries after the
+	// reader had its turn (runLateAckLocked, from RunDeferred), as a
+	// consumer's Taken has it. The ACK is kept as its fields, not as s,
+	// whose payload the reader consumes: processed with none, it would
+	// pass for a duplicate ACK.
 	s := e.fastSegment(hdr, hasTS, tsVal, tsEcr, now, netHdrLen, data)
-	if consumed {
-		e.receiveFastLocked(s, consumed)
-	} else {
-		// For the receive queue (a goroutine's read, or a consumer
-		// that could not take the bytes at once): the receive side
-		// now, and the timestamp a reply echoes; the ACK the segment
-		// carries after the reader had its turn (runLateAckLocked,
-		// from RunDeferred), as a handler's Taken has it. The ACK is
-		// kept as its fields, not as s, whose payload the reader
-		// consumes: processed with none, it would pass for a
-		// duplicate ACK.
-		seq := s.sequenceNumber
-		e.receiveFastDataLocked(seq, seqnum.Size(len(payload)), now, s)
-		if e.SendTSOk && hasTS {
-			e.updateRecentTimestamp(tsVal, e.snd.MaxSentAck, seq)
-		}
-		e.snd.lateAck = fastACK{pending: true, hasTS: hasTS, flags: hdr.Flags(), doff: uint8(off), window: hdr.WindowSize(),
-			netHdrLen: uint16(netHdrLen), seq: seq, ack: seqnum.Value(hdr.AckNumber()), tsVal: tsVal, tsEcr: tsEcr,
-			n: uint32(len(payload)), rcvdTime: now}
-		// The data is owed its ACK now, whenever the pending one is
-		// processed: the delayed-ACK timer (or the backstop) covers it.
-		e.oweFastAckLocked(now)
-		if n, ok := d.(LateAckNoter); ok {
-			n.NoteLateAck()
-		}
+	seq := s.sequenceNumber
+	e.receiveFastDataLocked(seq, seqnum.Size(len(payload)), now, s, hasTS, tsVal)
+	e.snd.lateAck = fastACK{pending: true, hasTS: hasTS, flags: hdr.Flags(), doff: uint8(off), window: hdr.WindowSize(),
+		netHdrLen: uint16(netHdrLen), seq: seq, ack: seqnum.Value(hdr.AckNumber()), tsVal: tsVal, tsEcr: tsEcr,
+		n: uint32(len(payload)), rcvdTime: now}
+	// The data is owed its ACK now, whenever the pending one is
+	// processed: the delayed-ACK timer (or the backstop) covers it.
+	e.oweFastAckLocked(now)
+	if n, ok := d.(LateAckNoter); ok {
+		n.NoteLateAck()
 	}
 	e.mu.Unlock()
 	s.DecRef()
 	if !e.pendingInline.Swap(true) {
 		d.Defer(e)
-	}
-	if consumed && v != nil {
-		v.Release()
 	}
 	return FastHit
 }
@@ -291,11 +275,7 @@ type LateAckNoter interface {
 //
 // +checklocksrelease:e.mu
 func (e *Endpoint) receiveFastTakenLocked(hdr header.TCP, hasTS bool, tsVal, tsEcr uint32, now tcpip.MonotonicTime, netHdrLen int, c *FastConsumer, payload []byte, d stack.Deferrer) {
-	seq := seqnum.Value(hdr.SequenceNumber())
-	e.receiveFastDataLocked(seq, seqnum.Size(len(payload)), now, nil)
-	if e.SendTSOk && hasTS {
-		e.updateRecentTimestamp(tsVal, e.snd.MaxSentAck, seq)
-	}
+	e.receiveFastDataLocked(seqnum.Value(hdr.SequenceNumber()), seqnum.Size(len(payload)), now, nil, hasTS, tsVal)
 	e.mu.Unlock()
 	c.Taken(payload, d)
 	s := e.fastSegment(hdr, hasTS, tsVal, tsEcr, now, netHdrLen, buffer.MakeWithView(consumedPayload(len(payload))))
@@ -369,27 +349,15 @@ func (e *Endpoint) predictLocked(hdr header.TCP, payloadLen int, hasTS bool, tsV
 	return FastHit
 }
 
-// receiveFastLocked processes a predicted segment: the receiver's part
-// of receiver.handleRcvdSegment for a segment that is exactly the next,
-// then the sender's ACK processing, then what handleSegmentsLocked does
-// after a batch but for the owed ACK, which RunDeferred decides.
+// receiveFastDataLocked is the receiver's part of processing a predicted
+// segment (receiver.handleRcvdSegment's, for a segment that is exactly
+// the next), for segLen bytes at seq that arrived at rcvdTime: queued is
+// their segment for the receive queue, nil if a consumer took them; and
+// TS.Recent, which a reply echoes. The sender's part, the ACK the
+// segment carries, follows when the reply has gone (receiveFastAckLocked).
 //
 // +checklocks:e.mu
-func (e *Endpoint) receiveFastLocked(s *segment, consumed bool) {
-	var queued *segment
-	if !consumed {
-		queued = s
-	}
-	e.receiveFastDataLocked(s.sequenceNumber, seqnum.Size(s.payloadSize()), s.rcvdTime, queued)
-	e.receiveFastAckLocked(s, s.rcvdTime)
-}
-
-// receiveFastDataLocked is the receiver's part of receiveFastLocked, for
-// segLen bytes at seq that arrived at rcvdTime: queued is their segment
-// for the receive queue, nil if a consumer took them.
-//
-// +checklocks:e.mu
-func (e *Endpoint) receiveFastDataLocked(seq seqnum.Value, segLen seqnum.Size, rcvdTime tcpip.MonotonicTime, queued *segment) {
+func (e *Endpoint) receiveFastDataLocked(seq seqnum.Value, segLen seqnum.Size, rcvdTime tcpip.MonotonicTime, queued *segment, hasTS bool, tsVal uint32) {
 	r := e.rcv
 	r.lastRcvdAckTime = rcvdTime
 	if queued != nil {
@@ -400,11 +368,14 @@ func (e *Endpoint) receiveFastDataLocked(seq seqnum.Value, segLen seqnum.Size, r
 		r.RcvAcc = r.RcvNxt
 	}
 	r.updateRTT(rcvdTime)
+	if e.SendTSOk && hasTS {
+		e.updateRecentTimestamp(tsVal, e.snd.MaxSentAck, seq)
+	}
 }
 
-// receiveFastAckLocked is the rest of receiveFastLocked: the sender's ACK
-// processing, then what handleSegmentsLocked does after a batch but for
-// the owed ACK, which RunDeferred decides. now is the sender's clock for
+// receiveFastAckLocked is the sender's part of processing a predicted
+// segment s: its ACK, then what handleSegmentsLocked does after a batch
+// but for the owed ACK, which RunDeferred decides. now is the sender's clock for
 // it: its bookkeeping and any data it lets the sender send.
 //
 // +checklocks:e.mu
@@ -441,8 +412,8 @@ func (e *Endpoint) oweFastAckLocked(rcvdTime tcpip.MonotonicTime) {
 }
 
 // runLateAckLocked processes the ACK of the segment the fast path's
-// receive took for the receive queue (sender.lateAck): the sender's part of
-// receiveFastLocked, left until the reader it woke had its turn to read
+// receive took for the receive queue (sender.lateAck): the sender's part
+// (receiveFastAckLocked), left until the reader it woke had its turn to read
 // and reply, as receiveFastTakenLocked leaves it until after Taken, so
 // that the reply is not held up by the bookkeeping of the ACK the
 // request carried. RunDeferred runs it after the worker's yield to the
@@ -500,10 +471,10 @@ type FastConsumer struct {
 	// next, as if read from the queue: RCV.NXT advances, the receive
 	// buffer is not charged, and no readable event fires for them.
 	Take func([]byte) bool
-	// Taken, if not nil, follows every Take that took the bytes, on
-	// the same goroutine, with the endpoint unlocked and the same bytes
-	// still valid: where a consumer that must call the endpoint (to
-	// write a reply, say) uses them. d is the Deferrer ReceiveFast was
+	// Taken (required) follows every Take that took the bytes, on the
+	// same goroutine, with the endpoint unlocked and the same bytes
+	// still valid: where the consumer, which may call the endpoint (to
+	// write a reply, say), uses them. d is the Deferrer ReceiveFast was
 	// given. The ACK the segment carries is processed after Taken
 	// returns (the reply goes out first); the receive side, and the
 	// timestamp a reply echoes, before Taken.
