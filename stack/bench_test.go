@@ -2,14 +2,10 @@ package stack
 
 import (
 	"io"
-	"net"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
-	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
 )
 
 // BenchmarkMemPingPong measures a 64-byte TCP round trip between two
@@ -84,77 +80,6 @@ func benchMemPingPong(b *testing.B, mp *memPair) {
 				b.ReportMetric(float64(st.P50.Nanoseconds())/1e3, "rx→txring-µs")
 			}
 		}
-	}
-}
-
-// nopDispatcher consumes delivered packets, so the benchmark below measures
-// ustack's RX path alone.
-type nopDispatcher struct{ n int }
-
-func (d *nopDispatcher) DeliverNetworkPacket(tcpip.NetworkProtocolNumber, *gstack.PacketBuffer) {
-	d.n++
-}
-func (d *nopDispatcher) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *gstack.PacketBuffer) {}
-
-// rxTxRound returns a function that pushes one batch of 64 frames
-// through the endpoint's TX path (copy each packet into a frame, enqueue)
-// and its RX path (receive, copy into a netstack buffer, deliver,
-// recycle) over the memory wire, and reports how many frames made it.
-func rxTxRound(tb testing.TB) func() int {
-	pa, pb, err := newMemWire(1024, 2048)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cfg := Config{}
-	cfg.setDefaults()
-	rx := newEndpoint([]frameIO{pb}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 2}}, &cfg)
-	tx := newEndpoint([]frameIO{pa}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 1}}, &cfg)
-	rx.dispatcher = &nopDispatcher{} // no workers: the caller drives RX
-	pkts := udpBatch(batchSize)
-	tb.Cleanup(func() { pkts.DecRef() })
-	q := rx.queues[0]
-	return func() int {
-		if n, err := tx.WritePackets(pkts); err != nil || n != batchSize {
-			tb.Fatalf("wrote %d: %v", n, err)
-		}
-		n := q.io.Receive(q.rxDescs[:])
-		rx.deliver(q, q.rxDescs[:n])
-		q.io.Recycle(q.rxDescs[:n])
-		return n
-	}
-}
-
-// BenchmarkEndpointRxTx measures rxTxRound; TestEndpointRxTxAllocates
-// Nothing holds it to 0 allocs/op.
-func BenchmarkEndpointRxTx(b *testing.B) {
-	round := rxTxRound(b)
-	b.ReportAllocs()
-	b.SetBytes(batchSize * (14 + 20 + 64))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if n := round(); n != batchSize {
-			b.Fatalf("received %d", n)
-		}
-	}
-	b.ReportMetric(float64(b.N*batchSize)/b.Elapsed().Seconds()/1e6, "Mpps")
-}
-
-// TestEndpointRxTxAllocatesNothing: ustack's own per-packet code
-// allocates nothing. netstack's pooled buffers are warmed up first.
-func TestEndpointRxTxAllocatesNothing(t *testing.T) {
-	if raceEnabled {
-		t.Skip("under the race detector sync.Pool drops items at random")
-	}
-	round := rxTxRound(t)
-	for i := 0; i < 10; i++ {
-		round()
-	}
-	if a := testing.AllocsPerRun(200, func() {
-		if n := round(); n != batchSize {
-			t.Fatalf("received %d", n)
-		}
-	}); a != 0 {
-		t.Errorf("%.1f allocations per batch of %d, want 0", a, batchSize)
 	}
 }
 

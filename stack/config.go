@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"errors"
 	"fmt"
 	"log"
 	"net/netip"
@@ -10,24 +9,6 @@ import (
 	"github.com/ustack-dev/ustack/internal/limits"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 )
-
-// ErrConfig reports an invalid Config.
-var ErrConfig = errors.New("invalid stack configuration")
-
-// ErrPermission reports that the process lacks the privileges ustack
-// needs (root, or CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF and CAP_IPC_LOCK).
-var ErrPermission = errors.New("ustack needs root or CAP_NET_ADMIN+CAP_NET_RAW+CAP_BPF+CAP_IPC_LOCK")
-
-// ErrNotSupported is returned by New on systems without AF_XDP.
-var ErrNotSupported = errors.New("ustack needs Linux (AF_XDP and XDP)")
-
-// ErrAddress reports an address a Dial or Listen cannot use: a host name
-// (ustack does no name resolution), or a dial address without an IP or
-// port.
-var ErrAddress = errors.New("unusable address")
-
-// ErrClosed is returned by operations on a closed Stack.
-var ErrClosed = errors.New("stack closed")
 
 // PollPolicy is how a queue's worker waits for packets.
 type PollPolicy int

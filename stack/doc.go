@@ -2,7 +2,16 @@
 // internal/third_party/gvisor) over AF_XDP sockets and hands out
 // net.Listener, net.Conn and net.PacketConn values backed by it.
 //
-// Data path, per queue of the interface:
+// Layers, each using only those below it: the connection APIs
+// (handler.go, workerpoll.go, tcpconn.go, listener.go, dial.go,
+// udpconn.go) over the Stack (stack.go: netstack, its configuration, the
+// owned ports, the middleware chain) over the link endpoint, package
+// stack/internal/link: the queues, their workers, RX, TX, the kick
+// protocol, early demux and the ready list. The latency breakdown is
+// package stack/internal/trace; frame I/O and its middleware are the
+// other packages under stack/internal.
+//
+// Data path, per queue of the interface (the files are package link's):
 //
 //	RX (rx.go): XDP program (package bpf) redirects owned frames to the
 //	    queue's AF_XDP socket → the queue's worker goroutine takes a batch
@@ -11,12 +20,12 @@
 //	    of in-order segments of one TCP flow into one packet → copies each
 //	    frame (or run) once into a netstack buffer → delivers it inline: a segment of an
 //	    established IPv4 connection straight to that connection's queue
-//	    (early demux, earlydemux.go), anything else through netstack's
+//	    (early demux, demux.go), anything else through netstack's
 //	    layers → once the batch is in, processes every TCP connection it
 //	    touched on the worker itself (run to completion), which wakes the
 //	    application goroutines with data → reads the connections handed
 //	    to it with PollOnWorker that the processing made readable
-//	    (workerpoll.go: package qp's engines run there) → if a
+//	    (ready.go; workerpoll.go here: package qp's engines run there) → if a
 //	    notification may have readied a goroutine (wake.go), yields to
 //	    the goroutines so their replies are written before the next kick
 //	    → recycles the batch. An idle spinning worker yields its P every
@@ -38,7 +47,7 @@
 //
 // The worker's polling policy (Spin, Adaptive, Blocking) trades CPU for
 // latency; see PollPolicy. Config.Trace records where a request's time
-// goes (trace.go).
+// goes (trace.go, over package trace).
 //
 // A queue's frame I/O goes through one interface (package frameio),
 // which an AF_XDP socket implements on Linux (xskio_linux.go) and, for
@@ -69,7 +78,7 @@
 // through tcp.Endpoint.ReadFunc) and the handler's Write runs netstack's
 // send path down to the TX ring before the worker polls again. Handler
 // streams, handler listeners and PollOnWorker connections share the
-// endpoint's ready list (workerpoll.go).
+// endpoint's ready list (package link's ready.go).
 //
 // TCP connections are ustack's own net.Conn (tcpconn.go) over netstack's
 // endpoint, allocation-free per Read and Write. Beyond net.Conn (and

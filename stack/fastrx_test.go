@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
+	"github.com/ustack-dev/ustack/stack/internal/link"
 )
 
 // fastCounts is the fast path's receive counters: hits, then the misses
@@ -244,10 +245,10 @@ func TestScriptFastReceiveOwedAckAfterUserLock(t *testing.T) {
 			close(locked)
 		})
 	}
-	p.s.ep.betweenRxBatches.Store(&hook)
-	defer p.s.ep.betweenRxBatches.Store(nil)
+	p.s.ep.SetBetweenRxBatches(hook)
+	defer p.s.ep.SetBetweenRxBatches(nil)
 	// A full batch, inside ustack's initial window.
-	const n, size = batchSize, 400
+	const n, size = link.BatchSize, 400
 	segs := make([]seg, n)
 	for i := range segs {
 		segs[i] = seg{Flags: "A", Seq: 1 + uint32(i*size), Ack: 1, Payload: make([]byte, size)}

@@ -70,24 +70,4 @@ type FaultStats struct {
 
 // ErrNoFaults is returned by SetFaults on a stack configured without
 // Config.Faults.
-var ErrNoFaults = errors.New("stack has no fault injector (Config.Faults is nil)")
-
-// SetFaults replaces the fault rates of every queue, for example to cut
-// the link (Drop: 1) for a while and then restore it. The seeded
-// generators carry on. The stack must have been configured with
-// Config.Faults (its injectors are only in the data path then).
-func (s *Stack) SetFaults(rx, tx FaultRates) error {
-	if err := rx.validate("RX"); err != nil {
-		return err
-	}
-	if err := tx.validate("TX"); err != nil {
-		return err
-	}
-	if len(s.mw.faults) == 0 {
-		return ErrNoFaults
-	}
-	for _, f := range s.mw.faults {
-		f.SetRates(faultio.Rates(rx), faultio.Rates(tx))
-	}
-	return nil
-}
+var ErrNoFaults = errors.New("stack has no fault injector (configured without Faults)")

@@ -12,6 +12,7 @@ import (
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/checksum"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/seqnum"
+	"github.com/ustack-dev/ustack/stack/internal/link"
 	"github.com/ustack-dev/ustack/xsk"
 )
 
@@ -28,7 +29,7 @@ type frameLoop struct {
 	p        *scriptPeer
 	seq, ack seqnum.Value // next to send; next expected from ustack
 	tmpl     []byte       // the request frame; seq, ack and checksum patched per round
-	rx       [batchSize]xsk.Desc
+	rx       [link.BatchSize]xsk.Desc
 	tx       [1]xsk.Desc
 	src, dst tcpip.Address
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/network/ipv4"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/network/ipv6"
+	"github.com/ustack-dev/ustack/stack/internal/link"
 	"github.com/ustack-dev/ustack/xsk"
 )
 
@@ -60,7 +61,7 @@ type rxFuzzer struct {
 	port   uint16 // the peer's port of the live connection
 	rcvNxt uint32 // the target's last acknowledgment: its rcv.nxt
 	sndNxt uint32 // the target's next sequence number
-	descs  [batchSize]xsk.Desc
+	descs  [link.BatchSize]xsk.Desc
 	execs  int // inputs run on this target
 	// cookies is the target's Config.SynCookies.
 	cookies string
@@ -227,7 +228,7 @@ func (z *rxFuzzer) send(frame []byte) {
 		z.t.Fatal("wire full")
 	}
 	z.peer.Kick()
-	target := z.s.ep.queues[0].io
+	target := z.s.ep.QueueIO(0)
 	deadline := time.Now().Add(10 * time.Second)
 	for z.idle() < want || target.TxQueued() > 0 {
 		if time.Now().After(deadline) {

@@ -13,6 +13,8 @@ import (
 	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
+	"github.com/ustack-dev/ustack/stack/internal/link"
+	"github.com/ustack-dev/ustack/stack/internal/trace"
 )
 
 // Handlers: the run-to-completion API. A connection served by a Handler
@@ -102,7 +104,7 @@ type Stream struct {
 	local net.Addr
 	peer  net.Addr
 
-	poll   pollState    // the stream's place on the ready list
+	poll   link.Ready   // the stream's place on the ready list
 	wentry waiter.Entry // registered while pending holds bytes
 	wreg   bool
 
@@ -185,8 +187,8 @@ func (s *Stream) Write(b []byte) (int, error) {
 		s.pending = append(s.pending, b...)
 		return len(b), nil
 	}
-	if t := s.st.ep.trace; t != nil {
-		t.mark(StageWrite)
+	if t := s.st.ep.Trace(); t != nil {
+		t.Mark(trace.StageWrite)
 	}
 	s.wbuf.b = b
 	m, err := s.ep.Write(&s.wbuf, writeOptions(len(b)))
@@ -254,7 +256,7 @@ func (s *Stream) watchWritable(on bool) {
 		s.wq.EventRegister(&s.wentry)
 		// Room that opened between the short write and the
 		// registration fired no event: have the worker try again.
-		s.poll.push()
+		s.poll.Push()
 	} else {
 		s.wq.EventUnregister(&s.wentry)
 	}
@@ -293,7 +295,7 @@ func (s *Stream) CloseWrite() error {
 // closing are dropped.
 func (s *Stream) AsyncWrite(b []byte) error {
 	s.amu.Lock()
-	if s.poll.ended.Load() {
+	if s.poll.Ended() {
 		s.amu.Unlock()
 		return s.opError("write", net.ErrClosed)
 	}
@@ -304,24 +306,23 @@ func (s *Stream) AsyncWrite(b []byte) error {
 	s.async = append(s.async, b...)
 	s.hasAsync.Store(len(s.async) > 0)
 	s.amu.Unlock()
-	s.poll.push()
+	s.poll.Push()
 	return nil
 }
 
 // Wake has the worker call OnTraffic with nil bytes soon; it is safe from
 // any goroutine, and several Wakes before the call make one.
 func (s *Stream) Wake() error {
-	if s.poll.ended.Load() {
+	if s.poll.Ended() {
 		return s.opError("wake", net.ErrClosed)
 	}
 	s.wake.Store(true)
-	s.poll.push()
+	s.poll.Push()
 	return nil
 }
 
 // serve is the stream's turn on a worker.
 func (s *Stream) serve() {
-	s.poll.queued.Store(false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
@@ -334,7 +335,7 @@ func (s *Stream) serve() {
 	s.flush()
 	for i := 0; !s.closing && !s.closed && len(s.pending) == 0; i++ {
 		if i == maxPollReads {
-			s.poll.push()
+			s.poll.Push()
 			break
 		}
 		n, err := s.ep.ReadFunc(maxStreamRead, s.onData)
@@ -375,7 +376,7 @@ func (s *Stream) serve() {
 func (s *Stream) finish() {
 	if s.closed && !s.ended {
 		s.ended = true
-		s.poll.ended.Store(true)
+		s.poll.End()
 		s.h.OnClose(s, s.endErr)
 		s.st.streams.remove(s)
 	}
@@ -414,11 +415,7 @@ func (s *Stream) runDirect(b []byte, d gstack.Deferrer) {
 	s.onData(b)
 	s.finish()
 	s.mu.Unlock()
-	if dq, ok := d.(*deferred); ok && dq.solo {
-		for _, q := range s.st.ep.queues {
-			q.flushTx()
-		}
-	}
+	s.st.ep.FlushIfSolo(d)
 }
 
 // takeAsync writes what other goroutines queued with AsyncWrite.
@@ -466,7 +463,7 @@ func (s *Stream) closeNow(err error) {
 	s.closed = true
 	s.endErr = err
 	s.watchWritable(false)
-	s.wq.EventUnregister(&s.poll.entry)
+	s.wq.EventUnregister(s.poll.Entry())
 	s.ep.Close()
 	s.st.ports.releaseAfterClose(s.ep, s.keys)
 }
@@ -490,12 +487,12 @@ func (st *Stack) newStream(ep *tcp.Endpoint, wq *waiter.Queue, keys []portKey, h
 		if s.closing || s.closed {
 			return
 		}
-		if t := st.ep.trace; t != nil {
-			t.read()
+		if t := st.ep.Trace(); t != nil {
+			t.Read()
 		}
 		s.h.OnTraffic(s, b)
 	}
-	s.poll.init(&st.ep.ready, s.serve, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
+	s.poll.Init(st.ep.Ready(), s.serve, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
 	s.wentry.Init(&s.poll, waiter.WritableEvents)
 	if !st.cfg.NoFastPath {
 		s.fast = tcp.FastConsumer{Take: s.takeDirect, Taken: s.runDirect, Left: &st.streamLeft}
@@ -508,10 +505,10 @@ func (st *Stack) newStream(ep *tcp.Endpoint, wq *waiter.Queue, keys []portKey, h
 // stream.
 func (s *Stream) open() {
 	s.mu.Lock()
-	if !s.st.streams.add(s) {
+	if !s.st.streams.add(s, s.stackClosed) {
 		// The Stack is closing.
 		s.ended = true
-		s.poll.ended.Store(true)
+		s.poll.End()
 		s.ep.Close()
 		s.st.ports.releaseAfterClose(s.ep, s.keys)
 		s.mu.Unlock()
@@ -519,7 +516,7 @@ func (s *Stream) open() {
 	}
 	s.h.OnOpen(s)
 	if !s.closed {
-		s.wq.EventRegister(&s.poll.entry)
+		s.wq.EventRegister(s.poll.Entry())
 		if s.fast.Take != nil {
 			s.ep.SetFastConsumer(&s.fast)
 		}
@@ -527,57 +524,24 @@ func (s *Stream) open() {
 	s.mu.Unlock()
 	// What arrived before the registration fired no event (and a stream
 	// OnOpen closed is owed its OnClose).
-	s.poll.push()
+	s.poll.Push()
 }
 
-// streamSet is the Stack's open streams, so that Close can tell their
-// handlers.
-type streamSet struct {
-	mu     sync.Mutex
-	set    map[*Stream]struct{}
-	closed bool
-}
-
-func (ss *streamSet) add(s *Stream) bool {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.closed {
-		return false
+// stackClosed tells the handler that the Stack closed, unless the stream
+// has ended; called by the Stack's Close once the workers have stopped.
+func (s *Stream) stackClosed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
 	}
-	if ss.set == nil {
-		ss.set = map[*Stream]struct{}{}
-	}
-	ss.set[s] = struct{}{}
-	return true
-}
-
-func (ss *streamSet) remove(s *Stream) {
-	ss.mu.Lock()
-	delete(ss.set, s)
-	ss.mu.Unlock()
-}
-
-// closeAll tells the handlers of the streams still open that the Stack
-// closed; called once the workers have stopped.
-func (ss *streamSet) closeAll() {
-	ss.mu.Lock()
-	ss.closed = true
-	set := ss.set
-	ss.set = nil
-	ss.mu.Unlock()
-	for s := range set {
-		s.mu.Lock()
-		if !s.ended {
-			s.ended = true
-			s.poll.ended.Store(true)
-			s.closed = true
-			s.watchWritable(false)
-			s.wq.EventUnregister(&s.poll.entry)
-			s.ep.Close()
-			s.h.OnClose(s, net.ErrClosed)
-		}
-		s.mu.Unlock()
-	}
+	s.ended = true
+	s.poll.End()
+	s.closed = true
+	s.watchWritable(false)
+	s.wq.EventUnregister(s.poll.Entry())
+	s.ep.Close()
+	s.h.OnClose(s, net.ErrClosed)
 }
 
 // HandlerListener accepts connections for a Handler on the worker.
@@ -587,7 +551,7 @@ type HandlerListener struct {
 	wq     *waiter.Queue
 	keys   []portKey
 	h      Handler
-	poll   pollState
+	poll   link.Ready
 	addr   net.Addr
 	once   sync.Once
 	closed atomic.Bool
@@ -601,22 +565,17 @@ func (st *Stack) ListenHandler(network, address string, h Handler) (*HandlerList
 	if h == nil {
 		return nil, opError("listen", network, nil, errors.New("nil Handler"))
 	}
-	ep, wq, keys, err := st.bind("listen", network, address, tcp.ProtocolNumber)
+	ep, wq, keys, err := st.listen(network, address)
 	if err != nil {
 		return nil, err
-	}
-	if terr := ep.Listen(4096); terr != nil {
-		ep.Close()
-		st.ports.releaseAll(keys)
-		return nil, opError("listen", network, nil, goError(terr))
 	}
 	l := &HandlerListener{st: st, ep: ep, wq: wq, keys: keys, h: h}
 	if a, err := ep.GetLocalAddress(); err == nil {
 		l.addr = tcpAddr(a)
 	}
-	l.poll.init(&st.ep.ready, l.accept, waiter.ReadableEvents)
-	wq.EventRegister(&l.poll.entry)
-	l.poll.push()
+	l.poll.Init(st.ep.Ready(), l.accept, waiter.ReadableEvents)
+	wq.EventRegister(l.poll.Entry())
+	l.poll.Push()
 	return l, nil
 }
 
@@ -628,8 +587,8 @@ func (l *HandlerListener) Close() error {
 	if l.closed.Swap(true) {
 		return &net.OpError{Op: "close", Net: "tcp", Addr: l.addr, Err: net.ErrClosed}
 	}
-	l.poll.ended.Store(true)
-	l.wq.EventUnregister(&l.poll.entry)
+	l.poll.End()
+	l.wq.EventUnregister(l.poll.Entry())
 	l.ep.Close()
 	l.once.Do(func() { l.st.ports.releaseAll(l.keys) })
 	return nil
@@ -638,10 +597,9 @@ func (l *HandlerListener) Close() error {
 // accept opens the connections that completed their handshake; on the
 // worker.
 func (l *HandlerListener) accept() {
-	l.poll.queued.Store(false)
 	for i := 0; !l.closed.Load(); i++ {
 		if i == maxAcceptTurn {
-			l.poll.push()
+			l.poll.Push()
 			return
 		}
 		n, wq, err := l.ep.Accept(nil)

@@ -599,7 +599,7 @@ func TestScriptHandlerReplyBeforeAck(t *testing.T) {
 		p.s.streams.mu.Lock()
 		defer p.s.streams.mu.Unlock()
 		for s := range p.s.streams.set {
-			ep = s.ep
+			ep = s.(*Stream).ep
 		}
 		return ep != nil
 	})

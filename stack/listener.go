@@ -7,8 +7,37 @@ import (
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/adapters/gonet"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
 )
+
+// Listen announces on the stack's addresses: network is "tcp", "tcp4" or
+// "tcp6"; address is "ip:port" or ":port" (port 0 picks one). With no IP,
+// "tcp" listens on both families when the stack has both. The port is
+// added to the XDP program's owned table for as long as the listener or
+// any connection it accepted is open.
+func (s *Stack) Listen(network, address string) (net.Listener, error) {
+	ep, wq, keys, err := s.listen(network, address)
+	if err != nil {
+		return nil, err
+	}
+	return &listener{TCPListener: gonet.NewTCPListener(s.ns, wq, ep), s: s, ep: ep, wq: wq, keys: keys}, nil
+}
+
+// listen makes a listening TCP endpoint on address, its ports owned (for
+// Listen and ListenHandler).
+func (s *Stack) listen(network, address string) (tcpip.Endpoint, *waiter.Queue, []portKey, error) {
+	ep, wq, keys, err := s.bind("listen", network, address, tcp.ProtocolNumber)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if terr := ep.Listen(4096); terr != nil {
+		ep.Close()
+		s.ports.releaseAll(keys)
+		return nil, nil, nil, opError("listen", network, nil, goError(terr))
+	}
+	return ep, wq, keys, nil
+}
 
 // listener is a gonet listener whose accepted connections hold the
 // listening port in the owned table until they have closed.
@@ -27,7 +56,7 @@ type listener struct {
 func (l *listener) Accept() (net.Conn, error) {
 	n, wq, err := l.ep.Accept(nil)
 	if _, ok := err.(*tcpip.ErrWouldBlock); ok {
-		entry, notify := l.s.ep.newWakeEntry(waiter.ReadableEvents)
+		entry, notify := l.s.ep.NewWakeEntry(waiter.ReadableEvents)
 		l.wq.EventRegister(&entry)
 		defer l.wq.EventUnregister(&entry)
 		for {

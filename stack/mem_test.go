@@ -19,6 +19,7 @@ import (
 
 	"github.com/ustack-dev/ustack/bpf"
 	echosrv "github.com/ustack-dev/ustack/internal/echo"
+	"github.com/ustack-dev/ustack/stack/internal/link"
 	"github.com/ustack-dev/ustack/vethtest"
 	"github.com/ustack-dev/ustack/xsk"
 )
@@ -487,5 +488,15 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := ParsePollPolicy("busy"); err == nil {
 		t.Error("ParsePollPolicy accepted busy")
+	}
+}
+
+// TestPollPolicyIsLinks: the Stack hands its PollPolicy to the link
+// endpoint by conversion, so the two enumerations must agree.
+func TestPollPolicyIsLinks(t *testing.T) {
+	for p, want := range map[PollPolicy]link.Poll{Adaptive: link.Adaptive, Spin: link.Spin, Blocking: link.Blocking} {
+		if got := link.Poll(p); got != want {
+			t.Errorf("%v is link.Poll(%d), want %d", p, got, want)
+		}
 	}
 }

@@ -22,7 +22,7 @@ type middleware struct {
 // layer above sees whole frames), then faults, then the capture above
 // them, so a capture shows frames as netstack sent them and as the worker
 // received them.
-func wrapIO(ios []frameIO, cfg *Config, link linkInfo) ([]frameIO, middleware, error) {
+func wrapIO(ios []frameIO, cfg *Config, li linkInfo) ([]frameIO, middleware, error) {
 	var mw middleware
 	var capture *pcapio.Writer
 	if c := cfg.Capture; c != nil {
@@ -33,8 +33,8 @@ func wrapIO(ios []frameIO, cfg *Config, link linkInfo) ([]frameIO, middleware, e
 	}
 	out := make([]frameIO, len(ios))
 	for i, io := range ios {
-		if link.multiBuffer {
-			sg, err := sgio.New(io, int(cfg.FrameSize), int(link.mtu)+ethHeaderLen)
+		if li.multiBuffer {
+			sg, err := sgio.New(io, int(cfg.FrameSize), int(li.mtu)+ethHeaderLen)
 			if err != nil {
 				return nil, mw, err
 			}

@@ -4,7 +4,3 @@ package stack
 
 // New reports ErrNotSupported: ustack runs over AF_XDP, which only Linux has.
 func New(cfg Config) (*Stack, error) { return nil, ErrNotSupported }
-
-func pinToCPU(int) {}
-
-func osYieldNow() {}

@@ -12,6 +12,16 @@ import (
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 )
 
+// portOwner is told which (address, protocol, port) ustack sockets use, so
+// the steering program sends their traffic to ustack. *bpf.Program
+// satisfies it; tests use a fake.
+type portOwner interface {
+	OwnPort(addr netip.Addr, proto bpf.Protocol, port uint16) error
+	DisownPort(addr netip.Addr, proto bpf.Protocol, port uint16) error
+}
+
+var _ portOwner = (*bpf.Program)(nil)
+
 type portKey struct {
 	addr  netip.Addr
 	proto bpf.Protocol
@@ -35,9 +45,9 @@ type portTable struct {
 }
 
 type closingConn struct {
-	ep       tcpip.Endpoint
-	keys     []portKey
-	deadline time.Time
+	ep      tcpip.Endpoint
+	keys    []portKey
+	expires time.Time
 }
 
 var errPortTableClosed = errors.New("stack closing")
@@ -111,7 +121,7 @@ func (t *portTable) releaseAfterClose(ep tcpip.Endpoint, keys []portKey) {
 	if t.closed {
 		return
 	}
-	t.closing = append(t.closing, closingConn{ep: ep, keys: keys, deadline: time.Now().Add(closeGrace)})
+	t.closing = append(t.closing, closingConn{ep: ep, keys: keys, expires: time.Now().Add(closeGrace)})
 }
 
 func finishedClosing(ep tcpip.Endpoint) bool {
@@ -136,7 +146,7 @@ func (t *portTable) reap() {
 		t.mu.Lock()
 		kept := t.closing[:0]
 		for _, c := range t.closing {
-			if finishedClosing(c.ep) || now.After(c.deadline) {
+			if finishedClosing(c.ep) || now.After(c.expires) {
 				for _, k := range c.keys {
 					t.releaseLocked(k)
 				}

@@ -210,7 +210,7 @@ func TestMemQueuePairOnInputOnWorker(t *testing.T) {
 			onWorker := func(h func()) func() {
 				return func() {
 					var st [8 << 10]byte
-					if !strings.Contains(string(st[:runtime.Stack(st[:], false)]), "stack.(*endpoint).worker(") {
+					if !strings.Contains(string(st[:runtime.Stack(st[:], false)]), "link.(*Endpoint).worker(") {
 						offWorker.Add(1)
 					}
 					h()
@@ -337,8 +337,8 @@ func TestMemQueuePairYieldsForWaiters(t *testing.T) {
 				t.Fatal("queue pair over ustack not polled on the worker")
 			}
 			yields := func() (n uint64) {
-				for _, q := range mp.b.ep.queues {
-					n += q.rxYields.Load()
+				for i := range mp.b.ep.NumQueues() {
+					n += mp.b.ep.Counters(i).RxYields
 				}
 				return n
 			}

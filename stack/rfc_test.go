@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/stack/internal/link"
 )
 
 // TestRFCAckOfUnsentData: a segment whose ACK acknowledges data ustack
@@ -525,10 +526,10 @@ func TestRFCSACKBlocksInAnyOrder(t *testing.T) {
 // case failed about once in 300 runs under load. The segments are the
 // worker's to process after its burst (netstack patch 0073).
 func TestScriptACKBatchActsOnItsLastACK(t *testing.T) {
-	for _, repeat := range []int{0, batchSize} {
+	for _, repeat := range []int{0, link.BatchSize} {
 		t.Run(fmt.Sprintf("%d duplicates", repeat), func(t *testing.T) { testACKBatch(t, repeat, false) })
 	}
-	t.Run("64 duplicates, lock taken between the batches", func(t *testing.T) { testACKBatch(t, batchSize, true) })
+	t.Run("64 duplicates, lock taken between the batches", func(t *testing.T) { testACKBatch(t, link.BatchSize, true) })
 }
 
 func testACKBatch(t *testing.T, repeat int, lockBetween bool) {
@@ -551,8 +552,8 @@ func testACKBatch(t *testing.T, repeat int, lockBetween bool) {
 				time.Sleep(20 * time.Millisecond)
 			})
 		}
-		p.s.ep.betweenRxBatches.Store(&hook)
-		defer p.s.ep.betweenRxBatches.Store(nil)
+		p.s.ep.SetBetweenRxBatches(hook)
+		defer p.s.ep.SetBetweenRxBatches(nil)
 	}
 	// Ten segments of the MSS ustack uses here (1424), its initial
 	// window.

@@ -15,6 +15,7 @@ import (
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/network/ipv4"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/network/ipv6"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/seqnum"
+	"github.com/ustack-dev/ustack/stack/internal/link"
 	"github.com/ustack-dev/ustack/xsk"
 )
 
@@ -172,7 +173,7 @@ type scriptPeer struct {
 	// The peer's timestamps clock and the last TSval ustack sent.
 	tsClock, tsRecent uint32
 
-	rx      [batchSize]xsk.Desc
+	rx      [link.BatchSize]xsk.Desc
 	pending []seg // received from ustack, not yet expected
 	// frame, when set, sees every frame ustack sends, before parsing.
 	frame func([]byte)

@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -13,9 +12,10 @@ import (
 	"time"
 
 	"github.com/ustack-dev/ustack/bpf"
+	"github.com/ustack-dev/ustack/stack/internal/faultio"
+	"github.com/ustack-dev/ustack/stack/internal/link"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
-	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/adapters/gonet"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/network/arp"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/network/ipv4"
@@ -29,26 +29,16 @@ import (
 
 const nicID tcpip.NICID = 1
 
-// portOwner is told which (address, protocol, port) ustack sockets use, so
-// the steering program sends their traffic to ustack. *bpf.Program
-// satisfies it; tests use a fake.
-type portOwner interface {
-	OwnPort(addr netip.Addr, proto bpf.Protocol, port uint16) error
-	DisownPort(addr netip.Addr, proto bpf.Protocol, port uint16) error
-}
-
-var _ portOwner = (*bpf.Program)(nil)
-
 // Stack is a netstack instance over AF_XDP (or, in tests, a memory wire).
 // Its methods are safe for concurrent use.
 type Stack struct {
 	cfg   Config
 	ns    *gstack.Stack
-	ep    *endpoint
+	ep    *link.Endpoint
 	mw    middleware
 	ports *portTable
-	// streams are the open connections Handlers serve.
-	streams streamSet
+	// streams are the open connections Handlers serve, for Close to end.
+	streams closeSet
 	addrs   []netip.Prefix
 
 	closeMu  sync.Mutex
@@ -70,28 +60,18 @@ type Stack struct {
 	pollLeft, streamLeft [tcp.NumFastLeft]atomic.Uint64
 }
 
-// linkInfo is what ustack knows of the link it runs on.
-type linkInfo struct {
-	mtu uint32
-	mac net.HardwareAddr
-	// partialChecksums: the peer is local (veth) and may send TCP and UDP
-	// with checksums left for offload (offload.Partial), which are then
-	// accepted as the kernel accepts them.
-	partialChecksums bool
-	// multiBuffer: frames larger than one UMEM frame (mtu plus the
-	// Ethernet header past cfg.FrameSize) come and go as chains, joined
-	// by the sgio layer next to the socket.
-	multiBuffer bool
-}
-
 // newStack builds netstack over ios, one per queue. On error the caller
 // still runs its own cleanups; newStack cleans up what it made.
-func newStack(cfg Config, ios []frameIO, link linkInfo, owner portOwner) (*Stack, error) {
-	ios, mw, err := wrapIO(ios, &cfg, link)
+func newStack(cfg Config, ios []frameIO, li linkInfo, owner portOwner) (*Stack, error) {
+	ios, mw, err := wrapIO(ios, &cfg, li)
 	if err != nil {
 		return nil, err
 	}
-	ep := newEndpoint(ios, link, &cfg)
+	ep := link.New(ios, link.Options{
+		MTU: li.mtu, MAC: tcpip.LinkAddress(li.mac), PartialChecksums: li.partialChecksums,
+		Poll: link.Poll(cfg.Poll), SpinBudget: cfg.SpinBudget, Pin: cfg.Pin, TrustRxChecksum: cfg.TrustRxChecksum,
+		HandOffTCP: cfg.HandOffTCP, NoGRO: cfg.NoGRO, NoTxChecksum: cfg.NoTxChecksum, NoGSO: cfg.NoGSO, Trace: cfg.Trace,
+	})
 	ns := gstack.New(gstack.Options{
 		NetworkProtocols: []gstack.NetworkProtocolFactory{
 			ipv4.NewProtocol,
@@ -106,8 +86,8 @@ func newStack(cfg Config, ios []frameIO, link linkInfo, owner portOwner) (*Stack
 		Clock:              cfg.clock,
 	})
 	s := &Stack{cfg: cfg, ns: ns, ep: ep, mw: mw, addrs: cfg.Addrs}
-	if q, ok := ns.TransportProtocolInstance(tcp.ProtocolNumber).(segmentQueuer); ok && !cfg.NoEarlyDemux {
-		ep.demux = newEarlyDemux(ns, q, !cfg.NoFastPath, ep.mac, cfg.Addrs)
+	if q, ok := ns.TransportProtocolInstance(tcp.ProtocolNumber).(link.SegmentQueuer); ok && !cfg.NoEarlyDemux {
+		ep.SetDemux(link.NewDemux(ns, nicID, q, !cfg.NoFastPath, ep.LinkAddress(), cfg.Addrs))
 	}
 	ns.SetDirectWrite(!cfg.NoFastPath)
 	s.ports = newPortTable(owner)
@@ -181,13 +161,33 @@ func (s *Stack) Close() error {
 	s.ns.Close()
 	s.ns.RemoveNIC(nicID)
 	s.ns.Wait()
-	errs := []error{s.ep.stopWorkers()}
+	errs := []error{s.ep.StopWorkers()}
 	s.streams.closeAll()
 	s.ports.close()
 	for i := len(s.teardown) - 1; i >= 0; i-- {
 		errs = append(errs, s.teardown[i]())
 	}
 	return errors.Join(errs...)
+}
+
+// SetFaults replaces the fault rates of every queue, for example to cut
+// the link (Drop: 1) for a while and then restore it. The seeded
+// generators carry on. The stack must have been configured with
+// Config.Faults (its injectors are only in the data path then).
+func (s *Stack) SetFaults(rx, tx FaultRates) error {
+	if err := rx.validate("RX"); err != nil {
+		return err
+	}
+	if err := tx.validate("TX"); err != nil {
+		return err
+	}
+	if len(s.mw.faults) == 0 {
+		return ErrNoFaults
+	}
+	for _, f := range s.mw.faults {
+		f.SetRates(faultio.Rates(rx), faultio.Rates(tx))
+	}
+	return nil
 }
 
 func (s *Stack) isClosed() bool {
@@ -268,24 +268,6 @@ func opError(op, network string, addr net.Addr, err error) error {
 	return &net.OpError{Op: op, Net: network, Addr: addr, Err: err}
 }
 
-// Listen announces on the stack's addresses: network is "tcp", "tcp4" or
-// "tcp6"; address is "ip:port" or ":port" (port 0 picks one). With no IP,
-// "tcp" listens on both families when the stack has both. The port is
-// added to the XDP program's owned table for as long as the listener or
-// any connection it accepted is open.
-func (s *Stack) Listen(network, address string) (net.Listener, error) {
-	ep, wq, keys, err := s.bind("listen", network, address, tcp.ProtocolNumber)
-	if err != nil {
-		return nil, err
-	}
-	if terr := ep.Listen(4096); terr != nil {
-		ep.Close()
-		s.ports.releaseAll(keys)
-		return nil, opError("listen", network, nil, goError(terr))
-	}
-	return &listener{TCPListener: gonet.NewTCPListener(s.ns, wq, ep), s: s, ep: ep, wq: wq, keys: keys}, nil
-}
-
 // bind creates an endpoint of transport bound to address and owns its
 // port on every address it covers.
 func (s *Stack) bind(op, network, address string, transport tcpip.TransportProtocolNumber) (tcpip.Endpoint, *waiter.Queue, []portKey, error) {
@@ -363,89 +345,51 @@ func (s *Stack) owns(a netip.Addr) bool {
 	return false
 }
 
-// Dial connects to address ("ip:port") over network ("tcp", "tcp4",
-// "tcp6", "udp", "udp4", "udp6") from the stack's address of the matching
-// family.
-func (s *Stack) Dial(network, address string) (net.Conn, error) {
-	return s.DialContext(context.Background(), network, address)
-}
-
-// DialContext is Dial with a context that bounds connection setup.
-func (s *Stack) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	if s.isClosed() {
-		return nil, opError("dial", network, nil, ErrClosed)
-	}
-	ap, err := parseHostPort(network, address)
-	if err != nil {
-		return nil, opError("dial", network, nil, err)
-	}
-	if !ap.Addr().IsValid() || ap.Addr().IsUnspecified() || ap.Port() == 0 {
-		return nil, opError("dial", network, nil, fmt.Errorf("%w: %q needs an IP and a port", ErrAddress, address))
-	}
-	local, err := s.localFor(network, ap.Addr())
-	if err != nil {
-		return nil, opError("dial", network, nil, err)
-	}
-	if local.Is6() != ap.Addr().Is6() {
-		return nil, opError("dial", network, nil, fmt.Errorf("%v does not match network %s", ap.Addr(), network))
-	}
-	transport := tcp.ProtocolNumber
-	if network[:3] == "udp" {
-		transport = udp.ProtocolNumber
-	}
-	// Bind first so the port is known and owned before the first packet
-	// leaves: the answer (for TCP, the SYN-ACK) must come to ustack.
-	ep, wq, keys, err := s.bind("dial", network, netip.AddrPortFrom(local, 0).String(), transport)
-	if err != nil {
-		return nil, err
-	}
-	if transport == udp.ProtocolNumber {
-		raddr := net.UDPAddrFromAddrPort(ap)
-		if terr := ep.Connect(fullAddr(ap)); terr != nil {
-			ep.Close()
-			s.ports.releaseAll(keys)
-			return nil, opError("dial", network, raddr, goError(terr))
-		}
-		return &udpConn{UDPConn: gonet.NewUDPConn(wq, ep), s: s, keys: keys}, nil
-	}
-	raddr := net.TCPAddrFromAddrPort(ap)
-	entry, notify := s.ep.newWakeEntry(waiter.WritableEvents)
-	wq.EventRegister(&entry)
-	defer wq.EventUnregister(&entry)
-	terr := ep.Connect(fullAddr(ap))
-	if _, ok := terr.(*tcpip.ErrConnectStarted); ok {
-		select {
-		case <-ctx.Done():
-			ep.Close()
-			s.ports.releaseAfterClose(ep, keys)
-			return nil, opError("dial", network, raddr, ctx.Err())
-		case <-notify:
-		}
-		terr = ep.LastError()
-	}
-	if terr != nil {
-		ep.Close()
-		s.ports.releaseAfterClose(ep, keys)
-		return nil, opError("dial", network, raddr, goError(terr))
-	}
-	return newTCPConn(s, wq, ep, keys), nil
-}
-
-// ListenPacket opens a UDP socket on the stack's addresses: network is
-// "udp", "udp4" or "udp6"; address "ip:port" or ":port". With no IP,
-// "udp" covers both families when the stack has both.
-func (s *Stack) ListenPacket(network, address string) (net.PacketConn, error) {
-	ep, wq, keys, err := s.bind("listen", network, address, udp.ProtocolNumber)
-	if err != nil {
-		return nil, err
-	}
-	return &udpConn{UDPConn: gonet.NewUDPConn(wq, ep), s: s, keys: keys}, nil
-}
-
 // header4or6Any is the default-route subnet of gw's family.
 func header4or6Any(gw netip.Addr) tcpip.Subnet {
 	if gw.Is4() {
 		return header.IPv4EmptySubnet
 	}
 	return header.IPv6EmptySubnet
+}
+
+// closeSet is what Close must end beside netstack's endpoints: the
+// streams Handlers serve, each with the function that ends it.
+type closeSet struct {
+	mu     sync.Mutex
+	set    map[any]func()
+	closed bool
+}
+
+// add adds k, ended by end, unless the set is closed.
+func (cs *closeSet) add(k any, end func()) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.closed {
+		return false
+	}
+	if cs.set == nil {
+		cs.set = map[any]func(){}
+	}
+	cs.set[k] = end
+	return true
+}
+
+func (cs *closeSet) remove(k any) {
+	cs.mu.Lock()
+	delete(cs.set, k)
+	cs.mu.Unlock()
+}
+
+// closeAll closes the set and ends what it holds; called once the
+// workers have stopped.
+func (cs *closeSet) closeAll() {
+	cs.mu.Lock()
+	cs.closed = true
+	set := cs.set
+	cs.set = nil
+	cs.mu.Unlock()
+	for _, end := range set {
+		end()
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 	"github.com/ustack-dev/ustack/stack/internal/frameio"
+	"github.com/ustack-dev/ustack/stack/internal/link"
 	"github.com/ustack-dev/ustack/xsk"
 )
 
@@ -157,18 +158,24 @@ type Stats struct {
 // kernel's counters leave those fields zero.
 func (s *Stack) Stats() Stats {
 	var st Stats
-	for i, q := range s.ep.queues {
-		// Frames before packets: a write counts its frames first, so a
-		// write under way never shows more frames than packets.
-		txFrames := q.txFrames.Load()
+	var fast [tcp.NumFastMiss]uint64
+	var syn [link.NumSynVerdicts]uint64
+	for i := range s.ep.NumQueues() {
+		c := s.ep.Counters(i)
 		qs := QueueStats{
 			Queue:     i,
-			RxPackets: q.rxPackets.Load(), TxPackets: q.txPackets.Load(), TxFrames: txFrames,
-			TxNoFrame: q.txNoFrame.Load(), TxOversize: q.txOversize.Load(), RxRunt: q.rxRunt.Load(),
-			RxBadChecksum: q.rxBadChecksum.Load(), RxInline: q.rxInline.Load(), RxPartialChecksum: q.rxPartialChecksum.Load(), RxCoalesced: q.rxCoalesced.Load(),
+			RxPackets: c.RxPackets, TxPackets: c.TxPackets, TxFrames: c.TxFrames,
+			TxNoFrame: c.TxNoFrame, TxOversize: c.TxOversize, RxRunt: c.RxRunt,
+			RxBadChecksum: c.RxBadChecksum, RxInline: c.RxInline, RxPartialChecksum: c.RxPartialChecksum, RxCoalesced: c.RxCoalesced,
+		}
+		for j := range fast {
+			fast[j] += c.Fast[j]
+		}
+		for j := range syn {
+			syn[j] += c.Syn[j]
 		}
 		var io frameio.Stats
-		q.io.ReadStats(&io)
+		s.ep.QueueIO(i).ReadStats(&io)
 		qs.XSK, qs.FaultsRX, qs.FaultsTX = io.XSK, FaultStats(io.FaultsRX), FaultStats(io.FaultsTX)
 		qs.MultiBuffer = MultiBufferStats(io.SG)
 		// One capture serves every queue: each reports the same.
@@ -199,23 +206,11 @@ func (s *Stack) Stats() Stats {
 	st.TCPSynCookiesSent = ns.TCP.ListenOverflowSynCookieSent.Value()
 	st.TCPSynCookiesValidated = ns.TCP.ListenOverflowSynCookieRcvd.Value()
 	st.TCPSynCookiesFailed = ns.TCP.ListenOverflowInvalidSynCookieRcvd.Value()
-	var fast [tcp.NumFastMiss]uint64
-	for _, q := range s.ep.queues {
-		for i := range fast {
-			fast[i] += q.rxFast[i].Load()
-		}
-	}
 	st.TCPSegmentsFast = fast[tcp.FastHit]
 	st.TCPFastMissBusy, st.TCPFastMissState, st.TCPFastMissHeader = fast[tcp.FastMissBusy], fast[tcp.FastMissState], fast[tcp.FastMissHeader]
 	st.TCPFastMissSequence, st.TCPFastMissAck, st.TCPFastMissRecovery = fast[tcp.FastMissSequence], fast[tcp.FastMissAck], fast[tcp.FastMissRecovery]
-	var syn [numSynVerdicts]uint64
-	for _, q := range s.ep.queues {
-		for i := range syn {
-			syn[i] += q.synFast[i].Load()
-		}
-	}
 	st.TCPSynsOnWorker, st.TCPSynsDroppedOnWorker = syn[tcp.SynAnswered], syn[tcp.SynDropped]
-	st.TCPSynMissCookie, st.TCPSynMissBusy, st.TCPSynMissRoute = syn[tcp.SynMissCookie], syn[tcp.SynMissBusy], syn[synMissRoute]
+	st.TCPSynMissCookie, st.TCPSynMissBusy, st.TCPSynMissRoute = syn[tcp.SynMissCookie], syn[tcp.SynMissBusy], syn[link.SynMissRoute]
 	st.TCPSynMissOther = syn[tcp.SynMissState] + syn[tcp.SynMissIP]
 	st.PollBytesDirect, st.PollBytesQueued = s.pollDirect.Load(), s.pollQueued.Load()
 	st.HandlerBytesDirect, st.HandlerBytesQueued = s.streamDirect.Load(), s.streamQueued.Load()
@@ -232,9 +227,7 @@ func (s *Stack) Stats() Stats {
 	st.IPPacketsReceived = ns.IP.PacketsReceived.Value()
 	st.IPPacketsSent = ns.IP.PacketsSent.Value()
 	st.IPMalformed = ns.IP.MalformedPacketsReceived.Value()
-	if t := s.ep.trace; t != nil {
-		st.Trace = t.stats()
-	}
+	st.Trace = s.traceStats()
 	return st
 }
 

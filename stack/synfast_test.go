@@ -109,7 +109,7 @@ func TestScriptSynOnWorkerMatchesListener(t *testing.T) {
 			if st := p.s.Stats(); st.TCPSynsOnWorker != 1 || st.TCPSynCookiesSent != 1 {
 				t.Fatalf("first SYN: %d answered on the worker, %d cookies sent; want 1, 1", st.TCPSynsOnWorker, st.TCPSynCookiesSent)
 			}
-			p.s.ep.demux.noSyn.Store(true)
+			p.s.ep.Demux().LeaveSyns(true)
 			p.Send(syn)
 			p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
 			if st := p.s.Stats(); st.TCPSynsOnWorker != 1 || st.TCPSynCookiesSent != 2 {
@@ -122,7 +122,7 @@ func TestScriptSynOnWorkerMatchesListener(t *testing.T) {
 			if a, b := withoutTSvalAndChecksum(t, worker), withoutTSvalAndChecksum(t, listener); !bytes.Equal(a, b) {
 				t.Fatalf("the worker's SYN-ACK differs from the listener's:\nworker   %x\nlistener %x", a, b)
 			}
-			p.s.ep.demux.noSyn.Store(false)
+			p.s.ep.Demux().LeaveSyns(false)
 			// Accept only now: an Accept under way holds the
 			// listener's lock for a moment, and a SYN then is
 			// netstack's to answer.
@@ -186,7 +186,7 @@ func TestScriptSynOnWorkerFullAcceptQueue(t *testing.T) {
 		}
 	}
 	for _, off := range []bool{false, true} {
-		p.s.ep.demux.noSyn.Store(off)
+		p.s.ep.Demux().LeaveSyns(off)
 		p.local = netip.AddrPortFrom(p.local.Addr(), 40002)
 		p.Send(seg{Flags: "S", Seq: 0})
 		p.ExpectNothing(100 * time.Millisecond)
@@ -198,26 +198,13 @@ func TestScriptSynOnWorkerFullAcceptQueue(t *testing.T) {
 	if n := p.s.Netstack().Stats().TCP.ListenOverflowSynDrop.Value(); n != 2 {
 		t.Fatalf("netstack counted %d SYNs dropped for a full accept queue, want 2 (one each way)", n)
 	}
-	p.s.ep.demux.noSyn.Store(false)
+	p.s.ep.Demux().LeaveSyns(false)
 	if _, _, terr := ep.Accept(nil); terr != nil {
 		t.Fatal(terr)
 	}
 	p.synced = false
 	p.Send(seg{Flags: "S", Seq: 0})
 	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
-}
-
-// TestEarlyDemuxOnLink: the worker answers SYNs only from peers on
-// ustack's on-link prefixes.
-func TestEarlyDemuxOnLink(t *testing.T) {
-	f := &earlyDemux{prefixes: []netip.Prefix{netip.MustParsePrefix("198.18.0.1/24"), netip.MustParsePrefix("2001:db8::1/64")}}
-	for a, want := range map[string]bool{
-		"198.18.0.2": true, "198.18.1.2": false, "2001:db8::99": true, "2001:db9::1": false, "::ffff:198.18.0.2": false,
-	} {
-		if got := f.onLink(tcpip.AddrFromSlice(netip.MustParseAddr(a).AsSlice())); got != want {
-			t.Errorf("onLink(%s) = %v, want %v", a, got, want)
-		}
-	}
 }
 
 // TestScriptListenerIgnoresRst: a RST to a listener is dropped and
@@ -229,7 +216,7 @@ func TestScriptListenerIgnoresRst(t *testing.T) {
 	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
 	ns := p.s.Netstack().Stats()
 	for _, off := range []bool{false, true} {
-		p.s.ep.demux.noSyn.Store(off)
+		p.s.ep.Demux().LeaveSyns(off)
 		p.Send(seg{Flags: "R", Seq: 0})
 		p.ExpectNothing(50 * time.Millisecond)
 	}
@@ -239,7 +226,7 @@ func TestScriptListenerIgnoresRst(t *testing.T) {
 	if got := ns.DroppedPackets.Value(); got != 2 {
 		t.Errorf("netstack counted %d packets dropped, want 2 (one each way)", got)
 	}
-	p.s.ep.demux.noSyn.Store(false)
+	p.s.ep.Demux().LeaveSyns(false)
 	p.Send(seg{Flags: "S", Seq: 0})
 	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
 }

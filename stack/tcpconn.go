@@ -13,6 +13,8 @@ import (
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
+	"github.com/ustack-dev/ustack/stack/internal/link"
+	"github.com/ustack-dev/ustack/stack/internal/trace"
 )
 
 // tcpConn is a net.Conn over a netstack TCP endpoint. Unlike gonet's, it
@@ -48,12 +50,48 @@ type tcpConn struct {
 	closeOnce sync.Once
 }
 
+var errPolled = errors.New("connection is read by the worker (PollOnWorker)")
+
+// pollState is a worker-read connection's consumer (PollOnWorker), with
+// its place on the endpoint's ready list (ended once done is called, or
+// on its way).
+type pollState struct {
+	link.Ready
+	w        pollWriter
+	consumed func() (woke bool)
+	done     func(error)
+	fast     tcp.FastConsumer // the fast path's consumer, if set
+}
+
+// pollWriter hands netstack's buffers to the consumer as they are read:
+// no copy in between.
+type pollWriter struct{ consume func([]byte) }
+
+// Write implements io.Writer for netstack's ReadCount.
+func (w *pollWriter) Write(b []byte) (int, error) {
+	w.consume(b)
+	return len(b), nil
+}
+
+// endPoll ends the worker's reading of the connection, once, and reports
+// err to the consumer's done. Not called from within a waiter
+// notification (it unregisters).
+func (c *tcpConn) endPoll(err error) {
+	p := c.poll.Load()
+	if p == nil || !p.End() {
+		return
+	}
+	c.wq.EventUnregister(p.Entry())
+	c.ep.SetFastConsumer(nil)
+	go p.done(err)
+}
+
 // newTCPConn wraps ep, which netstack's TCP protocol made (a dialed or an
 // accepted endpoint: *tcp.Endpoint is the only TCP endpoint it makes).
 func newTCPConn(s *Stack, wq *waiter.Queue, ep tcpip.Endpoint, keys []portKey) *tcpConn {
 	c := &tcpConn{s: s, ep: ep.(*tcp.Endpoint), wq: wq, keys: keys}
-	c.rEntry, c.rNotify = s.ep.newWakeEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
-	c.wEntry, c.wNotify = s.ep.newWakeEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
+	c.rEntry, c.rNotify = s.ep.NewWakeEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
+	c.wEntry, c.wNotify = s.ep.NewWakeEntry(waiter.WritableEvents | waiter.EventHUp | waiter.EventErr)
 	wq.EventRegister(&c.rEntry)
 	wq.EventRegister(&c.wEntry)
 	if a, err := ep.GetLocalAddress(); err == nil {
@@ -114,8 +152,8 @@ func (c *tcpConn) Read(b []byte) (int, error) {
 		n, err := c.read(b)
 		switch err.(type) {
 		case nil:
-			if t := c.s.ep.trace; t != nil && n > 0 {
-				t.read()
+			if t := c.s.ep.Trace(); t != nil && n > 0 {
+				t.Read()
 			}
 			return n, nil
 		case *tcpip.ErrWouldBlock:
@@ -146,8 +184,8 @@ func (c *tcpConn) Write(b []byte) (int, error) {
 	if c.closed.Load() {
 		return 0, c.opError("write", net.ErrClosed)
 	}
-	if t := c.s.ep.trace; t != nil {
-		t.mark(StageWrite)
+	if t := c.s.ep.Trace(); t != nil {
+		t.Mark(trace.StageWrite)
 	}
 	expired := c.wDeadline.channel()
 	n := 0
@@ -192,8 +230,8 @@ func (c *tcpConn) TryWrite(b []byte) (int, error) {
 	if c.closed.Load() {
 		return 0, c.opError("write", net.ErrClosed)
 	}
-	if t := c.s.ep.trace; t != nil {
-		t.mark(StageWrite)
+	if t := c.s.ep.Trace(); t != nil {
+		t.Mark(trace.StageWrite)
 	}
 	c.wbuf.Reset(b)
 	m, err := c.ep.Write(&c.wbuf, writeOptions(len(b)))

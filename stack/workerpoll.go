@@ -4,12 +4,9 @@ import (
 	"errors"
 	"io"
 	"net"
-	"sync"
-	"sync/atomic"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
-	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
 )
 
@@ -18,115 +15,14 @@ import (
 // queued its data and before the worker yields to the goroutines that
 // processing woke: a protocol engine over the stream (the queue-pair
 // engine of package qp) then runs with no goroutine hand-off per message.
-//
-// The connection's readable event (fired by netstack under the
-// endpoint's lock, on whatever goroutine processed the segment) only puts
-// the connection on the endpoint's ready list; a worker reads it once
-// the locks are released. A worker blocked in Wait is interrupted for it.
+// The connection's readable event puts it on the endpoint's ready list
+// (package link), where a worker reads it.
 
 // maxPollReads is how many reads one turn on the worker makes of a
 // connection before it goes to the back of the ready list, so that one
 // busy stream does not starve the others or the RX ring (a read takes
 // everything queued then).
 const maxPollReads = 4
-
-var errPolled = errors.New("connection is read by the worker (PollOnWorker)")
-
-// pollState is a worker-read connection's place on the ready list (or a
-// handler listener's, or a handler's stream's: run says what the worker
-// does with it).
-type pollState struct {
-	ready    *readyList
-	run      func() // the worker's turn; it clears queued first
-	c        *tcpConn
-	w        pollWriter
-	consumed func() (woke bool)
-	done     func(error)
-	entry    waiter.Entry
-	queued   atomic.Bool      // on the ready list
-	ended    atomic.Bool      // done called (or on its way)
-	fast     tcp.FastConsumer // the fast path's consumer, if set
-}
-
-// init sets p up to be pushed to ready, and run there, on the events of
-// mask (p.entry, for the caller to register).
-func (p *pollState) init(ready *readyList, run func(), mask waiter.EventMask) {
-	p.ready, p.run = ready, run
-	p.entry.Init(p, mask)
-}
-
-// push queues p for a worker.
-func (p *pollState) push() { p.ready.push(p) }
-
-// pollWriter hands netstack's buffers to the consumer as they are read:
-// no copy in between.
-type pollWriter struct{ consume func([]byte) }
-
-// Write implements io.Writer for netstack's ReadCount.
-func (w *pollWriter) Write(b []byte) (int, error) {
-	w.consume(b)
-	return len(b), nil
-}
-
-// NotifyEvent implements waiter.EventListener: the connection became
-// readable (or hung up, or failed).
-func (p *pollState) NotifyEvent(waiter.EventMask) { p.ready.push(p) }
-
-// readyList is the endpoint's worker-read connections with something to
-// read.
-type readyList struct {
-	n     atomic.Int32 // len(list), read by the workers without the lock
-	mu    sync.Mutex
-	list  []*pollState
-	spare []*pollState
-	ep    *endpoint
-}
-
-// push queues p for a worker, unless it is queued already or ended.
-func (r *readyList) push(p *pollState) {
-	if p.ended.Load() || !p.queued.CompareAndSwap(false, true) {
-		return
-	}
-	r.mu.Lock()
-	r.list = append(r.list, p)
-	r.n.Add(1)
-	r.mu.Unlock()
-	r.ep.wakeForReady()
-}
-
-// drain reads every queued connection; called by workers only.
-func (r *readyList) drain() {
-	r.mu.Lock()
-	list := r.list
-	r.list, r.spare = r.spare, nil
-	r.n.Store(0)
-	r.mu.Unlock()
-	for i, p := range list {
-		p.run()
-		list[i] = nil
-	}
-	r.mu.Lock()
-	if r.spare == nil {
-		r.spare = list[:0]
-	}
-	r.mu.Unlock()
-}
-
-// wakeForReady makes sure a worker will drain the ready list: one that is
-// awake checks it every loop; if none is, the first is interrupted.
-// Paired with a worker's going to sleep (queue.wait): it clears awake
-// before it checks the list, a pusher adds to the list before it checks
-// awake (sequentially consistent atomics on both sides).
-func (e *endpoint) wakeForReady() {
-	for _, q := range e.queues {
-		if q.workerAwake() {
-			return
-		}
-	}
-	if len(e.queues) > 0 {
-		e.queues[0].io.Interrupt()
-	}
-}
 
 // PollOnWorker hands the connection's reading to ustack's worker: from
 // now on, whenever data arrives, the worker reads it, right after the TCP
@@ -160,10 +56,10 @@ func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func() (woke boo
 	if c.poll.Load() != nil {
 		return c.opError("read", errPolled)
 	}
-	p := &pollState{c: c, w: pollWriter{consume: consume}, consumed: consumed, done: done}
-	p.init(&c.s.ep.ready, func() { c.pollRead(p) }, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
+	p := &pollState{w: pollWriter{consume: consume}, consumed: consumed, done: done}
+	p.Init(c.s.ep.Ready(), func() { c.pollRead(p) }, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
 	c.poll.Store(p)
-	c.wq.EventRegister(&p.entry)
+	c.wq.EventRegister(p.Entry())
 	if !c.s.cfg.NoFastPath {
 		p.fast.Take = func(b []byte) bool { return c.placeDirect(p, b) }
 		p.fast.Taken = func(b []byte, d gstack.Deferrer) { c.placedDirect(p, d) }
@@ -171,7 +67,7 @@ func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func() (woke boo
 		c.ep.SetFastConsumer(&p.fast)
 	}
 	// Whatever arrived before the registration fired no event.
-	c.s.ep.ready.push(p)
+	p.Push()
 	return nil
 }
 
@@ -184,11 +80,11 @@ func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func() (woke boo
 // reading the connection. It keeps the read lock for placedDirect.
 // Called with the connection locked.
 func (c *tcpConn) placeDirect(p *pollState, b []byte) bool {
-	if p.ended.Load() || !c.readMu.TryLock() {
+	if p.Ended() || !c.readMu.TryLock() {
 		return false
 	}
-	if t := c.s.ep.trace; t != nil {
-		t.read()
+	if t := c.s.ep.Trace(); t != nil {
+		t.Read()
 	}
 	p.w.consume(b)
 	c.s.pollDirect.Add(uint64(len(b)))
@@ -202,37 +98,32 @@ func (c *tcpConn) placeDirect(p *pollState, b []byte) bool {
 // handler's reply does (Stream.runDirect): for a segment alone in its RX
 // batch the worker kicks it right here.
 func (c *tcpConn) placedDirect(p *pollState, d gstack.Deferrer) {
-	woke := !p.ended.Load() && p.consumed()
+	woke := !p.Ended() && p.consumed()
 	c.readMu.Unlock()
 	if woke {
-		c.s.ep.setWoke()
+		c.s.ep.SetWoke()
 	}
-	if dq, ok := d.(*deferred); ok && dq.solo {
-		for _, q := range c.s.ep.queues {
-			q.flushTx()
-		}
-	}
+	c.s.ep.FlushIfSolo(d)
 }
 
 // pollRead reads what the connection has queued and hands it to the
 // consumer; on a worker, from the ready list.
 func (c *tcpConn) pollRead(p *pollState) {
-	p.queued.Store(false)
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
-	for i := 0; !p.ended.Load(); i++ {
+	for i := 0; !p.Ended(); i++ {
 		if i == maxPollReads {
-			c.s.ep.ready.push(p)
+			p.Push()
 			return
 		}
 		n, err := c.ep.ReadCount(&p.w, tcpip.ReadOptions{})
 		if n > 0 {
 			c.s.pollQueued.Add(uint64(n))
-			if t := c.s.ep.trace; t != nil {
-				t.read()
+			if t := c.s.ep.Trace(); t != nil {
+				t.Read()
 			}
 			if p.consumed() {
-				c.s.ep.setWoke()
+				c.s.ep.SetWoke()
 			}
 		}
 		switch err.(type) {
@@ -255,19 +146,6 @@ func (c *tcpConn) pollRead(p *pollState) {
 		}
 		return
 	}
-}
-
-// endPoll ends the worker's reading of the connection, once, and reports
-// err to the consumer's done. Not called from within a waiter
-// notification (it unregisters).
-func (c *tcpConn) endPoll(err error) {
-	p := c.poll.Load()
-	if p == nil || !p.ended.CompareAndSwap(false, true) {
-		return
-	}
-	c.wq.EventUnregister(&p.entry)
-	c.ep.SetFastConsumer(nil)
-	go p.done(err)
 }
 
 // WorkerPoller is implemented by the net.Conn values ustack's TCP hands

@@ -34,7 +34,7 @@ func (s *pollSink) consume(b []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
-	if !strings.Contains(string(st[:n]), "stack.(*endpoint).worker(") {
+	if !strings.Contains(string(st[:n]), "link.(*Endpoint).worker(") {
 		s.offWorker++
 	}
 	s.got.Write(b)
@@ -176,8 +176,8 @@ func TestMemPollOnWorkerYields(t *testing.T) {
 				t.Fatal(err)
 			}
 			yields := func() (n uint64) {
-				for _, q := range mp.b.ep.queues {
-					n += q.rxYields.Load()
+				for i := range mp.b.ep.NumQueues() {
+					n += mp.b.ep.Counters(i).RxYields
 				}
 				return n
 			}

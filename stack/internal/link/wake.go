@@ -1,4 +1,4 @@
-package stack
+package link
 
 import (
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
@@ -11,29 +11,31 @@ import (
 // thread, on a small machine the CPU the peer runs on.
 type wakeNotifier struct {
 	ch chan struct{}
-	e  *endpoint
+	e  *Endpoint
 }
 
 // NotifyEvent implements waiter.EventListener.
 func (w wakeNotifier) NotifyEvent(waiter.EventMask) {
 	select {
 	case w.ch <- struct{}{}:
-		w.e.setWoke()
+		w.e.SetWoke()
 	default:
 	}
 }
 
-// newWakeEntry is waiter.NewChannelEntry with a wakeNotifier.
-func (e *endpoint) newWakeEntry(mask waiter.EventMask) (waiter.Entry, chan struct{}) {
+// NewWakeEntry is waiter.NewChannelEntry whose notifications also tell
+// the workers that a goroutine may have been readied (wakeNotifier): what
+// an application's blocked call waits on.
+func (e *Endpoint) NewWakeEntry(mask waiter.EventMask) (waiter.Entry, chan struct{}) {
 	ch := make(chan struct{}, 1)
 	var entry waiter.Entry
 	entry.Init(wakeNotifier{ch: ch, e: e}, mask)
 	return entry, ch
 }
 
-// setWoke tells every worker that a goroutine may have been readied on
+// SetWoke tells every worker that a goroutine may have been readied on
 // its P.
-func (e *endpoint) setWoke() {
+func (e *Endpoint) SetWoke() {
 	for _, q := range e.queues {
 		q.noteWoke()
 	}

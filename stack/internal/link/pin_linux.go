@@ -1,4 +1,4 @@
-package stack
+package link
 
 import "golang.org/x/sys/unix"
 

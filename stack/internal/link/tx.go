@@ -1,4 +1,4 @@
-package stack
+package link
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
 	"github.com/ustack-dev/ustack/offload"
+	"github.com/ustack-dev/ustack/stack/internal/trace"
 	"github.com/ustack-dev/ustack/xsk"
 )
 
@@ -21,7 +22,7 @@ const maxTxStalls = 16
 
 // WritePacket implements gstack.SinglePacketWriter: WritePackets for one
 // packet, without a list.
-func (e *endpoint) WritePacket(pkt *gstack.PacketBuffer) tcpip.Error {
+func (e *Endpoint) WritePacket(pkt *gstack.PacketBuffer) tcpip.Error {
 	one := [1]*gstack.PacketBuffer{pkt}
 	_, err := e.write(one[:])
 	return err
@@ -30,11 +31,11 @@ func (e *endpoint) WritePacket(pkt *gstack.PacketBuffer) tcpip.Error {
 // WritePackets implements gstack.LinkWriter. It copies each packet into a
 // UMEM frame of the queue the first packet's flow hash selects, and kicks
 // once for the batch. It does not take ownership of pkts.
-func (e *endpoint) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
+func (e *Endpoint) WritePackets(pkts gstack.PacketBufferList) (int, tcpip.Error) {
 	return e.write(pkts.AsSlice())
 }
 
-func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
+func (e *Endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 	if len(all) == 0 {
 		return 0, nil
 	}
@@ -81,7 +82,7 @@ func (e *endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 // pkt's payload, copied once into a UMEM frame with the TCP checksum
 // computed in the copy, on the queue hash selects. It does not take
 // ownership of pkt.
-func (e *endpoint) WriteFrame(hdr []byte, pkt *gstack.PacketBuffer, hash uint32) tcpip.Error {
+func (e *Endpoint) WriteFrame(hdr []byte, pkt *gstack.PacketBuffer, hash uint32) tcpip.Error {
 	q := e.queues[0]
 	if len(e.queues) > 1 {
 		q = e.queues[hash%uint32(len(e.queues))]
@@ -110,7 +111,7 @@ func (e *endpoint) WriteFrame(hdr []byte, pkt *gstack.PacketBuffer, hash uint32)
 
 // writeFrame writes WriteFrame's frame under the TX lock; false if no
 // frame or TX slot was free.
-func (e *endpoint) writeFrame(q *queue, hdr []byte, pkt *gstack.PacketBuffer) (bool, tcpip.Error) {
+func (e *Endpoint) writeFrame(q *queue, hdr []byte, pkt *gstack.PacketBuffer) (bool, tcpip.Error) {
 	q.txMu.Lock()
 	defer q.txMu.Unlock()
 	q.io.Complete()
@@ -130,7 +131,7 @@ func (e *endpoint) writeFrame(q *queue, hdr []byte, pkt *gstack.PacketBuffer) (b
 		return false, &tcpip.ErrMalformedHeader{}
 	}
 	if t := q.trace; t != nil {
-		t.mark(StageTxRing)
+		t.Mark(trace.StageTxRing)
 	}
 	q.txDescs[0] = xsk.Desc{Addr: addr, Len: uint32(n)}
 	if q.io.Enqueue(q.txDescs[:1]) != 1 {
@@ -145,11 +146,11 @@ func (e *endpoint) writeFrame(q *queue, hdr []byte, pkt *gstack.PacketBuffer) (b
 // index and a segment of it.
 type txPos struct{ pkt, seg int }
 
-// writeBatch writes up to batchSize frames, starting at segment seg of
+// writeBatch writes up to BatchSize frames, starting at segment seg of
 // pkts[0], enqueues them, and returns where the next batch starts
 // (packets dropped as unwritable count as written); the position it
 // started from when no frame or TX slot was free.
-func (e *endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer, seg int) txPos {
+func (e *Endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer, seg int) txPos {
 	q.txMu.Lock()
 	defer q.txMu.Unlock()
 	// Reap sent frames every batch (one shared-memory load when there
@@ -158,7 +159,7 @@ func (e *endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer, seg int) tx
 	descs := q.txDescs[:0]
 	at := txPos{0, seg}
 	loaded := -1 // the packet q.tx holds
-	for at.pkt < len(pkts) && len(descs) < batchSize {
+	for at.pkt < len(pkts) && len(descs) < BatchSize {
 		if loaded != at.pkt {
 			if err := e.loadTx(q, pkts[at.pkt]); err != nil {
 				// Netstack built it, so this cannot happen short of a
@@ -191,7 +192,7 @@ func (e *endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer, seg int) tx
 	if t := q.trace; t != nil && len(descs) > 0 {
 		// Before Enqueue: once a frame is on the ring, a kick may
 		// take it before this goroutine gets to note it.
-		t.mark(StageTxRing)
+		t.Mark(trace.StageTxRing)
 	}
 	n := q.io.Enqueue(descs)
 	for _, d := range descs[n:] {
@@ -209,7 +210,7 @@ func (e *endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer, seg int) tx
 // transport header starts, and whether offload is to checksum it (TX
 // checksum offload on: netstack left the field for us) and cut it
 // (a GSO packet: its MSS).
-func (e *endpoint) loadTx(q *queue, pkt *gstack.PacketBuffer) error {
+func (e *Endpoint) loadTx(q *queue, pkt *gstack.PacketBuffer) error {
 	q.txViews = appendViews(q.txViews[:0], pkt)
 	var proto uint8
 	var l4, mss int

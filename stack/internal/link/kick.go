@@ -1,4 +1,4 @@
-package stack
+package link
 
 import (
 	"sync/atomic"
@@ -59,7 +59,7 @@ func (q *queue) flushTx() {
 func (q *queue) kick() error {
 	err := q.io.Kick()
 	if t := q.trace; t != nil {
-		t.kicked()
+		t.Kicked()
 	}
 	return err
 }
@@ -74,7 +74,7 @@ const writerKickFrames = 8
 // frames on the TX ring.
 func (q *queue) kickAfterWrite(frames uint64) {
 	switch {
-	case q.io.TxQueued() >= batchSize || frames >= writerKickFrames:
+	case q.io.TxQueued() >= BatchSize || frames >= writerKickFrames:
 		// A full batch is waiting, or this write was a burst of its
 		// own (a bulk sender's): send it now rather than after the
 		// worker's next turn. In copy mode a kick runs the frames
@@ -119,7 +119,7 @@ func (q *queue) kickIfWorkerStopped() {
 
 // sleep blocks an adaptive worker in Wait, first making sure nothing is
 // left for it to kick.
-func (q *queue) sleep(ready *readyList) {
+func (q *queue) sleep(ready *ReadyList) {
 	q.stopSpinning()
 	q.wait(ready)
 	q.flags.spinning.Store(true)
@@ -127,7 +127,7 @@ func (q *queue) sleep(ready *readyList) {
 
 // wait blocks the worker in Wait unless worker-read connections are ready
 // (the worker's half of the awake pairing; wakeForReady is the other).
-func (q *queue) wait(ready *readyList) {
+func (q *queue) wait(ready *ReadyList) {
 	q.flags.awake.Store(false)
 	if ready.n.Load() == 0 {
 		q.io.Wait(100 * time.Millisecond)

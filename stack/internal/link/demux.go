@@ -1,4 +1,4 @@
-package stack
+package link
 
 import (
 	"encoding/binary"
@@ -15,13 +15,13 @@ import (
 	"github.com/ustack-dev/ustack/xsk"
 )
 
-// segmentQueuer is netstack's TCP protocol as the transport demuxer sees
+// SegmentQueuer is netstack's TCP protocol as the transport demuxer sees
 // it: it queues a segment to a connection.
-type segmentQueuer interface {
+type SegmentQueuer interface {
 	QueuePacket(ep gstack.TransportEndpoint, id gstack.TransportEndpointID, pkt *gstack.PacketBuffer)
 }
 
-// earlyDemux is early demux, as Linux's tcp_v4_early_demux and
+// Demux is early demux, as Linux's tcp_v4_early_demux and
 // tcp_v6_early_demux: a verified TCP segment over plain IPv4 (no options,
 // not a fragment) or IPv6 (no extension headers) for a connection goes
 // straight to it, skipping netstack's NIC, IP and demuxer layers, which
@@ -30,9 +30,10 @@ type segmentQueuer interface {
 // the connection's queue. Everything else (ICMP, IP options, extension
 // headers, fragments, multicast) takes netstack's path. The IP layer's
 // counters are kept.
-type earlyDemux struct {
-	ns  *gstack.Stack
-	tcp segmentQueuer
+type Demux struct {
+	ns  Netstack
+	nic tcpip.NICID // the endpoint's
+	tcp SegmentQueuer
 	// netstack's IP counters the skipped layers would have counted.
 	received, valid, delivered *tcpip.StatCounter
 	// sent is netstack's IP counter of packets sent, which the SYN-ACKs
@@ -47,22 +48,37 @@ type earlyDemux struct {
 	mac      tcpip.LinkAddress
 	prefixes []netip.Prefix
 	// noSyn leaves every SYN to netstack's listener (tests that compare
-	// the two answers).
+	// the two answers: LeaveSyns).
 	noSyn atomic.Bool
 }
 
-func newEarlyDemux(ns *gstack.Stack, tcp segmentQueuer, fast bool, mac tcpip.LinkAddress, prefixes []netip.Prefix) *earlyDemux {
+// Netstack is what early demux asks of netstack's stack
+// (*stack.Stack): the connection a segment is for, and the counters of
+// the layers it skips.
+type Netstack interface {
+	FindTransportEndpoint(netProto tcpip.NetworkProtocolNumber, transProto tcpip.TransportProtocolNumber, id gstack.TransportEndpointID, nicID tcpip.NICID) gstack.TransportEndpoint
+	Stats() *tcpip.Stats
+}
+
+// NewDemux returns early demux for netstack ns, whose NIC nic is the
+// endpoint's: segments go to tcp, first to the fast path if fast; mac and
+// prefixes are the link's, for the SYN-ACKs the worker writes.
+func NewDemux(ns Netstack, nic tcpip.NICID, tcp SegmentQueuer, fast bool, mac tcpip.LinkAddress, prefixes []netip.Prefix) *Demux {
 	ip := ns.Stats().IP
-	return &earlyDemux{ns: ns, tcp: tcp, received: ip.PacketsReceived, valid: ip.ValidPacketsReceived, delivered: ip.PacketsDelivered,
+	return &Demux{ns: ns, nic: nic, tcp: tcp, received: ip.PacketsReceived, valid: ip.ValidPacketsReceived, delivered: ip.PacketsDelivered,
 		sent: ip.PacketsSent, fast: fast, mac: mac, prefixes: prefixes}
 }
+
+// LeaveSyns leaves every SYN to netstack's listener while on (tests that
+// compare the worker's answer with the listener's).
+func (f *Demux) LeaveSyns(on bool) { f.noSyn.Store(on) }
 
 // deliver queues frame to its connection and reports whether it did; the
 // caller delivers it the ordinary way if not. frame's checksums have been
 // verified. If v is not nil, frame is v's bytes and deliver takes
 // ownership of v when it returns true (the frame is then not copied);
 // otherwise it copies frame.
-func (f *earlyDemux) deliver(q *queue, frame []byte, v *buffer.View) bool {
+func (f *Demux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 	if len(frame) < ethHeaderLen+header.IPv4MinimumSize+header.TCPMinimumSize {
 		return false
 	}
@@ -120,7 +136,7 @@ func (f *earlyDemux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 	if tep != nil && slot.id == id && tep.EndpointState() == tcp.StateEstablished {
 		ep = tep
 	} else {
-		ep = f.ns.FindTransportEndpoint(proto, header.TCPProtocolNumber, id, nicID)
+		ep = f.ns.FindTransportEndpoint(proto, header.TCPProtocolNumber, id, f.nic)
 		if ep == nil {
 			return false
 		}
@@ -171,7 +187,7 @@ func (f *earlyDemux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 	if !parse.TCP(pkt) {
 		return false
 	}
-	pkt.NICID = nicID
+	pkt.NICID = f.nic
 	pkt.PktType = tcpip.PacketHost
 	pkt.RXChecksumValidated = true
 	pkt.Deferrer = &q.deferred
@@ -181,7 +197,7 @@ func (f *earlyDemux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 }
 
 // count counts a delivered packet as the skipped IP layer would have.
-func (f *earlyDemux) count() {
+func (f *Demux) count() {
 	f.received.Increment()
 	f.valid.Increment()
 	f.delivered.Increment()
@@ -223,26 +239,26 @@ func flowSlot(id *gstack.TransportEndpointID) int {
 // MAC that is. Anything else (a routed peer, cookies not in use, the
 // listener busy) takes netstack's path.
 
-// synMissRoute is the worker's own verdict beside netstack's
+// SynMissRoute is the worker's own verdict beside netstack's
 // tcp.SynVerdict ones: a peer off ustack's prefixes, or a frame from a
 // multicast MAC.
-const synMissRoute = tcp.NumSynVerdicts
+const SynMissRoute = tcp.NumSynVerdicts
 
-// numSynVerdicts is how many verdicts queue.synFast counts.
-const numSynVerdicts = tcp.NumSynVerdicts + 1
+// NumSynVerdicts is how many verdicts queue.synFast counts.
+const NumSynVerdicts = tcp.NumSynVerdicts + 1
 
 // answerSyn offers listener ep the SYN th, received in frame with an IP
 // header of ipLen bytes, and reports whether the SYN is dealt with
 // (answered, or dropped as the listener would drop it).
-func (f *earlyDemux) answerSyn(q *queue, frame []byte, ipLen int, th header.TCP, id *gstack.TransportEndpointID, ep *tcp.Endpoint) bool {
+func (f *Demux) answerSyn(q *queue, frame []byte, ipLen int, th header.TCP, id *gstack.TransportEndpointID, ep *tcp.Endpoint) bool {
 	if frame[6]&1 != 0 || !f.onLink(id.RemoteAddress) {
-		q.synFast[synMissRoute].Add(1)
+		q.synFast[SynMissRoute].Add(1)
 		return false
 	}
 	// The TCP header first, outside the TX lock that writers of replies
 	// take (the cookie's hashes are the longest part of the answer).
 	var hdr [header.TCPHeaderMaximumSize]byte
-	syn, v := ep.AnswerSyn(*id, nicID, th, hdr[:])
+	syn, v := ep.AnswerSyn(*id, f.nic, th, hdr[:])
 	q.synFast[v].Add(1)
 	if v != tcp.SynAnswered {
 		return v == tcp.SynDropped
@@ -301,7 +317,7 @@ func (f *earlyDemux) answerSyn(q *queue, frame []byte, ipLen int, th header.TCP,
 }
 
 // onLink reports whether a is on one of ustack's prefixes.
-func (f *earlyDemux) onLink(a tcpip.Address) bool {
+func (f *Demux) onLink(a tcpip.Address) bool {
 	ip, ok := netip.AddrFromSlice(a.AsSlice())
 	if !ok {
 		return false

@@ -1,4 +1,4 @@
-package stack
+package link
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ import (
 // take (a notification is already pending) does not, and a masked-out
 // event reaches nobody.
 func TestWakeEntry(t *testing.T) {
-	e := &endpoint{queues: []*queue{{}, {}}}
+	e := &Endpoint{queues: []*queue{{}, {}}}
 	woke := func() (n int) {
 		for _, q := range e.queues {
 			if q.takeWoke() {
@@ -21,7 +21,7 @@ func TestWakeEntry(t *testing.T) {
 		return n
 	}
 	var wq waiter.Queue
-	entry, ch := e.newWakeEntry(waiter.ReadableEvents)
+	entry, ch := e.NewWakeEntry(waiter.ReadableEvents)
 	wq.EventRegister(&entry)
 	defer wq.EventUnregister(&entry)
 

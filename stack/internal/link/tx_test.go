@@ -1,14 +1,17 @@
-package stack
+package link
 
 import (
 	"encoding/binary"
 	"errors"
-	"net"
 	"testing"
+	"time"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/buffer"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
+	"github.com/ustack-dev/ustack/stack/internal/frameio"
+	"github.com/ustack-dev/ustack/stack/internal/memwire"
 	"github.com/ustack-dev/ustack/xsk"
 )
 
@@ -29,15 +32,22 @@ func udpBatch(n int) gstack.PacketBufferList {
 
 // writeEndpoint builds a link endpoint without a worker over one end of a
 // memory wire, as port wraps it, and returns it and the wire's other end.
-func writeEndpoint(t *testing.T, poll PollPolicy, port func(*memEnd) frameIO) (*endpoint, *memEnd) {
+func writeEndpoint(t *testing.T, poll Poll, port func(*memEnd) frameio.IO) (*Endpoint, *memEnd) {
 	t.Helper()
-	pa, pb, err := newMemWire(1024, 2048)
+	pa, pb, err := memwire.New(1024, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Poll: poll}
-	cfg.setDefaults()
-	return newEndpoint([]frameIO{port(pa)}, linkInfo{mtu: 1500, mac: net.HardwareAddr{2, 0, 0, 0, 0, 1}}, &cfg), pb
+	return New([]frameio.IO{port(pa)}, testOptions(poll, 1)), pb
+}
+
+// memEnd is one end of a memory wire.
+type memEnd = memwire.End
+
+// testOptions are an endpoint's options as stack's defaults set them, on
+// a link of MTU 1500 whose MAC ends in mac.
+func testOptions(poll Poll, mac byte) Options {
+	return Options{MTU: 1500, MAC: tcpip.LinkAddress([]byte{2, 0, 0, 0, 0, mac}), Poll: poll, SpinBudget: 50 * time.Microsecond}
 }
 
 // failingKickPort is a memory wire end whose kicks fail: what is enqueued
@@ -54,9 +64,9 @@ func (p *failingKickPort) Kick() error { return errKick }
 // on the TX ring are reported written even when the kick after them fails,
 // both for a small batch and for a full one (which kicks at once).
 func TestWritePacketsCountsQueuedDespiteKickFailure(t *testing.T) {
-	for _, n := range []int{3, batchSize} {
+	for _, n := range []int{3, BatchSize} {
 		var pa *memEnd
-		ep, pb := writeEndpoint(t, Blocking, func(m *memEnd) frameIO { pa = m; return &failingKickPort{memEnd: m} })
+		ep, pb := writeEndpoint(t, Blocking, func(m *memEnd) frameio.IO { pa = m; return &failingKickPort{memEnd: m} })
 		pkts := udpBatch(n)
 		got, terr := ep.WritePackets(pkts)
 		pkts.DecRef()
@@ -68,7 +78,7 @@ func TestWritePacketsCountsQueuedDespiteKickFailure(t *testing.T) {
 		}
 		// The next kick that works sends them.
 		pa.Kick()
-		descs := make([]xsk.Desc, 2*batchSize)
+		descs := make([]xsk.Desc, 2*BatchSize)
 		if m := pb.Receive(descs); m != n {
 			t.Errorf("batch of %d: %d frames on the wire after a kick", n, m)
 		}
@@ -91,9 +101,9 @@ func TestWritePacketsKickPolicy(t *testing.T) {
 	for _, tc := range []struct {
 		n     int
 		kicks int
-	}{{1, 0}, {writerKickFrames - 1, 0}, {writerKickFrames, 1}, {batchSize, 1}} {
+	}{{1, 0}, {writerKickFrames - 1, 0}, {writerKickFrames, 1}, {BatchSize, 1}} {
 		var cp *countingKickPort
-		ep, _ := writeEndpoint(t, Spin, func(m *memEnd) frameIO { cp = &countingKickPort{memEnd: m}; return cp })
+		ep, _ := writeEndpoint(t, Spin, func(m *memEnd) frameio.IO { cp = &countingKickPort{memEnd: m}; return cp })
 		ep.queues[0].startWorker(true) // a worker spinning, as Spin runs it
 		pkts := udpBatch(tc.n)
 		got, terr := ep.WritePackets(pkts)

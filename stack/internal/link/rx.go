@@ -1,4 +1,4 @@
-package stack
+package link
 
 import (
 	"encoding/binary"
@@ -46,7 +46,7 @@ func idleYieldEvery(procs, workers int) int {
 // of its OS thread (sched_yield).
 const osYield = 256
 
-func (e *endpoint) loadDispatcher() gstack.NetworkDispatcher {
+func (e *Endpoint) loadDispatcher() gstack.NetworkDispatcher {
 	e.mu.RLock()
 	d := e.dispatcher
 	e.mu.RUnlock()
@@ -54,7 +54,7 @@ func (e *endpoint) loadDispatcher() gstack.NetworkDispatcher {
 }
 
 // worker runs one queue's RX loop until the endpoint stops.
-func (e *endpoint) worker(i int, q *queue) {
+func (e *Endpoint) worker(i int, q *queue) {
 	defer e.wg.Done()
 	if e.pin {
 		// Never unlocked: the pinned thread exits with the worker
@@ -80,7 +80,7 @@ func (e *endpoint) worker(i int, q *queue) {
 		n := q.io.Receive(q.rxDescs[:])
 		if n > 0 {
 			if t := e.trace; t != nil {
-				t.rx()
+				t.Rx()
 			}
 			q.deferred.solo = n == 1
 			e.deliverBatch(q, q.rxDescs[:n])
@@ -93,7 +93,7 @@ func (e *endpoint) worker(i int, q *queue) {
 			// first batch's stale view (netstack defers them to a
 			// connection's last queued segment). deliverBatch copied
 			// the frames, so they are recycled at once.
-			for b := 1; n == batchSize && b < maxRxBatches; b++ {
+			for b := 1; n == BatchSize && b < maxRxBatches; b++ {
 				if h := e.betweenRxBatches.Load(); h != nil {
 					(*h)()
 				}
@@ -103,7 +103,7 @@ func (e *endpoint) worker(i int, q *queue) {
 				}
 			}
 			yielded := false
-			if late := q.deferred.late; late && n < batchSize && q.takeWoke() {
+			if late := q.deferred.late; late && n < BatchSize && q.takeWoke() {
 				// The fast path's receive queued requests for
 				// application goroutines and readied them, leaving the
 				// ACKs the segments carried to runDeferred (netstack's
@@ -114,7 +114,7 @@ func (e *endpoint) worker(i int, q *queue) {
 				// for. (A full batch, most likely part of a burst,
 				// goes straight on to its deferred work, as below.)
 				if t := e.trace; t != nil {
-					t.processed()
+					t.Processed()
 				}
 				yielded = true
 				q.rxYields.Add(1)
@@ -129,10 +129,10 @@ func (e *endpoint) worker(i int, q *queue) {
 				e.ready.drain()
 			}
 			if t := e.trace; t != nil && !yielded {
-				t.processed()
+				t.Processed()
 			}
 			idle = 0
-			if n == batchSize && behind < maxBehindSkips {
+			if n == BatchSize && behind < maxBehindSkips {
 				// The worker took maxRxBatches full batches, so more
 				// most likely wait on the RX ring: it is behind (a
 				// burst of connections, a flood). A yield now would
@@ -197,7 +197,7 @@ func (e *endpoint) worker(i int, q *queue) {
 // go to netstack unmarked, and netstack checks them. With GRO, runs of
 // verified in-order segments of one TCP flow are first merged into one
 // packet (offload.ParseTCP, Follows, Merge), copied once as well.
-func (e *endpoint) deliverBatch(q *queue, descs []xsk.Desc) {
+func (e *Endpoint) deliverBatch(q *queue, descs []xsk.Desc) {
 	d := e.loadDispatcher()
 	if d == nil {
 		return
@@ -220,7 +220,7 @@ func (e *endpoint) deliverBatch(q *queue, descs []xsk.Desc) {
 }
 
 // deliver delivers a batch and runs the TCP processing it calls for.
-func (e *endpoint) deliver(q *queue, descs []xsk.Desc) {
+func (e *Endpoint) deliver(q *queue, descs []xsk.Desc) {
 	e.deliverBatch(q, descs)
 	q.runDeferred()
 }
@@ -251,7 +251,7 @@ const (
 )
 
 // verify classifies a received frame, counting drops.
-func (e *endpoint) verify(q *queue, data []byte) uint8 {
+func (e *Endpoint) verify(q *queue, data []byte) uint8 {
 	if len(data) < ethHeaderLen {
 		q.rxRunt.Add(1)
 		return rxDrop
@@ -277,7 +277,7 @@ func (e *endpoint) verify(q *queue, data []byte) uint8 {
 }
 
 // deliverFrame hands one frame to netstack (or the early demux).
-func (e *endpoint) deliverFrame(q *queue, d gstack.NetworkDispatcher, data []byte, valid bool) {
+func (e *Endpoint) deliverFrame(q *queue, d gstack.NetworkDispatcher, data []byte, valid bool) {
 	if e.demux != nil && valid && !e.handOff && e.demux.deliver(q, data, nil) {
 		return
 	}
@@ -287,7 +287,7 @@ func (e *endpoint) deliverFrame(q *queue, d gstack.NetworkDispatcher, data []byt
 // dispatch delivers a packet (the whole frame in payload; data aliases
 // its bytes or the frame's) through netstack's NIC. It takes ownership of
 // payload.
-func (e *endpoint) dispatch(q *queue, d gstack.NetworkDispatcher, payload buffer.Buffer, data []byte, valid bool) {
+func (e *Endpoint) dispatch(q *queue, d gstack.NetworkDispatcher, payload buffer.Buffer, data []byte, valid bool) {
 	proto := tcpip.NetworkProtocolNumber(binary.BigEndian.Uint16(data[12:14]))
 	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: payload})
 	pkt.LinkHeader().Consume(ethHeaderLen)
@@ -303,7 +303,7 @@ func (e *endpoint) dispatch(q *queue, d gstack.NetworkDispatcher, payload buffer
 // coalesce merges the run of TCP segments that starts at descs[0], if
 // GRO is on and the run has more than one, delivers the merged packet and
 // returns how many frames it took; 0 otherwise.
-func (e *endpoint) coalesce(q *queue, d gstack.NetworkDispatcher, descs []xsk.Desc, valid []uint8) int {
+func (e *Endpoint) coalesce(q *queue, d gstack.NetworkDispatcher, descs []xsk.Desc, valid []uint8) int {
 	if !e.gro || len(descs) < 2 || valid[0] != rxValid || valid[1] != rxValid {
 		return 0
 	}

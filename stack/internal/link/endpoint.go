@@ -1,0 +1,370 @@
+package link
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
+	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
+	"github.com/ustack-dev/ustack/offload"
+	"github.com/ustack-dev/ustack/stack/internal/frameio"
+	"github.com/ustack-dev/ustack/stack/internal/trace"
+	"github.com/ustack-dev/ustack/xsk"
+)
+
+// BatchSize is how many frames a worker takes off the RX ring at once and
+// how many packets a TX batch holds.
+const BatchSize = 64
+
+const ethHeaderLen = header.EthernetMinimumSize
+
+// gsoMaxSize is the largest TCP packet netstack may hand down with GSO:
+// an IPv4 packet's total length fits 16 bits.
+const gsoMaxSize = 0xffff
+
+var (
+	_ gstack.LinkEndpoint       = (*Endpoint)(nil)
+	_ gstack.SinglePacketWriter = (*Endpoint)(nil)
+	_ gstack.GSOEndpoint        = (*Endpoint)(nil)
+)
+
+// queue is one interface queue: its port, the worker state (RX side,
+// owned by the worker goroutine) and the TX state (guarded by txMu).
+type queue struct {
+	io frameio.IO // the chain the worker and writers drive (stack's middleware)
+
+	rxDescs [BatchSize]xsk.Desc // worker only
+	// Worker only: the batch's verdicts, and GRO's scratch.
+	rxValid   [BatchSize]uint8
+	groSegs   []offload.Seg
+	groFrames [BatchSize][]byte
+	// deferred collects the TCP endpoints an RX batch touched, for the
+	// worker to process once the whole batch is delivered (worker only).
+	deferred deferred
+
+	txMu    sync.Mutex
+	txDescs [BatchSize]xsk.Desc // under txMu
+	txPos   [BatchSize]txPos    // under txMu: which packet and segment txDescs[i] holds
+	tx      offload.Tx          // under txMu: the packet being written
+	txViews [][]byte            // under txMu: its bytes (reused)
+
+	rxPackets, txPackets, txFrames, txNoFrame, txOversize, rxRunt, rxBadChecksum, rxPartialChecksum, rxInline, rxCoalesced atomic.Uint64
+	// rxYields counts the worker's yields of its P after an RX batch
+	// (tests).
+	rxYields atomic.Uint64
+	// rxFast counts the TCP fast path's verdicts on the segments early
+	// demux offered it (tcp.FastHit, then the misses by reason).
+	rxFast [tcp.NumFastMiss]atomic.Uint64
+	// synFast counts the verdicts on the SYNs early demux offered a
+	// listener to answer on the worker (tcp.SynVerdict, then
+	// SynMissRoute).
+	synFast [tcp.NumSynVerdicts + 1]atomic.Uint64
+	// flows is early demux's cache of established connections.
+	flows flowCache
+	// flags are the kick protocol's (kick.go).
+	flags workerFlags
+	trace *trace.Tracer // the endpoint's, nil unless tracing
+}
+
+// Poll is how a queue's worker waits for packets (stack.PollPolicy, in
+// the same order).
+type Poll int
+
+// The polling policies.
+const (
+	Adaptive Poll = iota // busy-poll while traffic flows, then block
+	Spin                 // busy-poll always
+	Blocking             // block whenever the RX ring is empty
+)
+
+// Options configure an Endpoint: what stack's Config and the link say.
+type Options struct {
+	MTU uint32
+	MAC tcpip.LinkAddress
+	// PartialChecksums: the peer is local (veth) and may send TCP and UDP
+	// with checksums left for offload, accepted as the kernel accepts
+	// them.
+	PartialChecksums bool
+
+	Poll       Poll
+	SpinBudget time.Duration // how long Adaptive spins when idle
+	Pin        bool          // pin each worker to a CPU
+	// TrustRxChecksum skips the verification of received checksums.
+	TrustRxChecksum bool
+	// HandOffTCP hands TCP segments to netstack's processor goroutines
+	// instead of processing them on the worker.
+	HandOffTCP bool
+	NoGRO      bool // no receive coalescing
+	// NoTxChecksum leaves TX checksums to netstack (and turns GSO off).
+	NoTxChecksum bool
+	NoGSO        bool
+	Trace        bool // record the latency breakdown
+}
+
+// Endpoint is the netstack link endpoint over a set of queues, with a
+// worker per queue.
+type Endpoint struct {
+	queues []*queue
+	mtu    uint32
+	mac    tcpip.LinkAddress
+	caps   gstack.LinkEndpointCapabilities
+
+	poll       Poll
+	spinBudget time.Duration
+	pin        bool
+	trustRx    bool
+	partialOK  bool          // accept offload.Partial checksums (a veth peer)
+	txCsum     bool          // TX checksums computed in the copy (Config.NoTxChecksum unset)
+	gso        bool          // TCP segmentation offload (not Config.NoGSO)
+	gro        bool          // receive coalescing (Config.NoGRO unset)
+	handOff    bool          // Config.HandOffTCP
+	demux      *Demux        // early demux (SetDemux; nil: none)
+	trace      *trace.Tracer // nil unless Config.Trace
+
+	// ready is the worker-read connections with something to read
+	// (PollOnWorker).
+	ready ReadyList
+	// betweenRxBatches, if set, is called by a worker between the RX
+	// batches of a burst it takes before TCP runs (tests only).
+	betweenRxBatches atomic.Pointer[func()]
+
+	mu         sync.RWMutex
+	dispatcher gstack.NetworkDispatcher // guarded by mu; read once per batch
+	onClose    func()
+
+	stop atomic.Bool
+	wg   sync.WaitGroup
+}
+
+// New returns an endpoint over ios, one per queue; its workers start
+// when netstack attaches it.
+func New(ios []frameio.IO, o Options) *Endpoint {
+	e := &Endpoint{mtu: o.MTU, mac: o.MAC, poll: o.Poll, spinBudget: o.SpinBudget, pin: o.Pin,
+		trustRx: o.TrustRxChecksum, partialOK: o.PartialChecksums, handOff: o.HandOffTCP}
+	e.caps = gstack.CapabilityResolutionRequired
+	e.ready.ep = e
+	e.gro = !o.NoGRO
+	if !o.NoTxChecksum {
+		e.txCsum = true
+		e.caps |= gstack.CapabilityTXChecksumOffload
+		e.gso = !o.NoGSO
+	}
+	if o.Trace {
+		e.trace = trace.New()
+	}
+	for _, io := range ios {
+		q := &queue{io: io, trace: e.trace, groSegs: make([]offload.Seg, 0, BatchSize)}
+		q.deferred.work = make([]gstack.DeferredWork, 0, BatchSize)
+		e.queues = append(e.queues, q)
+	}
+	return e
+}
+
+// MTU implements gstack.LinkEndpoint.
+func (e *Endpoint) MTU() uint32 { return e.mtu }
+
+// SetMTU implements gstack.LinkEndpoint. The MTU is the interface's.
+func (e *Endpoint) SetMTU(uint32) {}
+
+// MaxHeaderLength implements gstack.LinkEndpoint.
+func (e *Endpoint) MaxHeaderLength() uint16 { return ethHeaderLen }
+
+// LinkAddress implements gstack.LinkEndpoint.
+func (e *Endpoint) LinkAddress() tcpip.LinkAddress { return e.mac }
+
+// SetLinkAddress implements gstack.LinkEndpoint. The MAC is the
+// interface's.
+func (e *Endpoint) SetLinkAddress(tcpip.LinkAddress) {}
+
+// Capabilities implements gstack.LinkEndpoint.
+func (e *Endpoint) Capabilities() gstack.LinkEndpointCapabilities { return e.caps }
+
+// GSOMaxSize implements gstack.GSOEndpoint.
+func (e *Endpoint) GSOMaxSize() uint32 {
+	if !e.gso {
+		return 0
+	}
+	return gsoMaxSize
+}
+
+// SupportedGSO implements gstack.GSOEndpoint: with GSO on, the host kind,
+// whose contract is a NIC's: TCP packets up to GSOMaxSize with the
+// pseudo-header sum in the checksum field and the MSS in the packet's
+// GSO options, cut and checksummed by the link (offload.Tx).
+func (e *Endpoint) SupportedGSO() gstack.SupportedGSO {
+	if !e.gso {
+		return gstack.GSONotSupported
+	}
+	return gstack.HostGSOSupported
+}
+
+// ARPHardwareType implements gstack.LinkEndpoint.
+func (e *Endpoint) ARPHardwareType() header.ARPHardwareType { return header.ARPHardwareEther }
+
+// AddHeader implements gstack.LinkEndpoint.
+func (e *Endpoint) AddHeader(pkt *gstack.PacketBuffer) {
+	eth := header.Ethernet(pkt.LinkHeader().Push(ethHeaderLen))
+	eth.Encode(&header.EthernetFields{
+		SrcAddr: pkt.EgressRoute.LocalLinkAddress,
+		DstAddr: pkt.EgressRoute.RemoteLinkAddress,
+		Type:    pkt.NetworkProtocolNumber,
+	})
+}
+
+// ParseHeader implements gstack.LinkEndpoint.
+func (e *Endpoint) ParseHeader(pkt *gstack.PacketBuffer) bool {
+	_, ok := pkt.LinkHeader().Consume(ethHeaderLen)
+	return ok
+}
+
+// Attach implements gstack.LinkEndpoint: a dispatcher starts the workers,
+// nil stops them.
+func (e *Endpoint) Attach(d gstack.NetworkDispatcher) {
+	e.mu.Lock()
+	prev := e.dispatcher
+	e.dispatcher = d
+	e.mu.Unlock()
+	switch {
+	case d != nil && prev == nil:
+		e.stop.Store(false)
+		for i, q := range e.queues {
+			e.wg.Add(1)
+			go e.worker(i, q)
+		}
+	case d == nil && prev != nil:
+		// Only signal: netstack calls this holding its own lock, which a
+		// worker in the middle of a delivery may be waiting for. Wait
+		// (or StopWorkers) collects the workers afterwards.
+		e.signalStop()
+	}
+}
+
+func (e *Endpoint) signalStop() {
+	e.stop.Store(true)
+	for _, q := range e.queues {
+		q.io.Interrupt()
+	}
+}
+
+// StopWorkers stops the workers and waits for them, then closes every
+// queue's frame I/O chain: each layer gives back what it holds (frames,
+// buffered capture) and closes the one below. It must not be called with
+// netstack's locks held.
+func (e *Endpoint) StopWorkers() error {
+	e.signalStop()
+	e.wg.Wait()
+	var errs []error
+	for _, q := range e.queues {
+		errs = append(errs, q.io.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// IsAttached implements gstack.LinkEndpoint.
+func (e *Endpoint) IsAttached() bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.dispatcher != nil
+}
+
+// Wait implements gstack.LinkEndpoint.
+func (e *Endpoint) Wait() { e.wg.Wait() }
+
+// Close implements gstack.LinkEndpoint.
+func (e *Endpoint) Close() {
+	e.signalStop()
+	e.mu.Lock()
+	f := e.onClose
+	e.onClose = nil
+	e.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// SetOnCloseAction implements gstack.LinkEndpoint.
+func (e *Endpoint) SetOnCloseAction(f func()) {
+	e.mu.Lock()
+	e.onClose = f
+	e.mu.Unlock()
+}
+
+// SetDemux sets early demux (before netstack attaches the endpoint).
+func (e *Endpoint) SetDemux(d *Demux) { e.demux = d }
+
+// Demux returns the endpoint's early demux, nil if none.
+func (e *Endpoint) Demux() *Demux { return e.demux }
+
+// Trace returns the latency breakdown's tracer, nil unless tracing.
+func (e *Endpoint) Trace() *trace.Tracer { return e.trace }
+
+// Ready returns the endpoint's ready list: what its workers run when
+// they find it readied (ready.go).
+func (e *Endpoint) Ready() *ReadyList { return &e.ready }
+
+// NumQueues returns how many queues (and workers) the endpoint has.
+func (e *Endpoint) NumQueues() int { return len(e.queues) }
+
+// QueueIO returns queue i's frame I/O chain.
+func (e *Endpoint) QueueIO(i int) frameio.IO { return e.queues[i].io }
+
+// Counters are one queue's counters (stack.QueueStats says what each
+// counts).
+type Counters struct {
+	RxPackets, TxPackets, TxFrames, TxNoFrame, TxOversize, RxRunt uint64
+	RxBadChecksum, RxPartialChecksum, RxInline, RxCoalesced       uint64
+	// RxYields counts the worker's yields of its P after an RX batch.
+	RxYields uint64
+	// Fast counts the TCP fast path's verdicts on the segments early
+	// demux offered it (tcp.FastHit, then the misses by reason).
+	Fast [tcp.NumFastMiss]uint64
+	// Syn counts the verdicts on the SYNs early demux offered a
+	// listener to answer on the worker (tcp.SynVerdict, then
+	// SynMissRoute).
+	Syn [NumSynVerdicts]uint64
+}
+
+// Counters returns a snapshot of queue i's counters.
+func (e *Endpoint) Counters(i int) Counters {
+	q := e.queues[i]
+	// Frames before packets: a write counts its frames first, so a write
+	// under way never shows more frames than packets.
+	c := Counters{TxFrames: q.txFrames.Load()}
+	c.RxPackets, c.TxPackets, c.TxNoFrame, c.TxOversize, c.RxRunt = q.rxPackets.Load(), q.txPackets.Load(), q.txNoFrame.Load(), q.txOversize.Load(), q.rxRunt.Load()
+	c.RxBadChecksum, c.RxPartialChecksum, c.RxInline, c.RxCoalesced = q.rxBadChecksum.Load(), q.rxPartialChecksum.Load(), q.rxInline.Load(), q.rxCoalesced.Load()
+	c.RxYields = q.rxYields.Load()
+	for j := range c.Fast {
+		c.Fast[j] = q.rxFast[j].Load()
+	}
+	for j := range c.Syn {
+		c.Syn[j] = q.synFast[j].Load()
+	}
+	return c
+}
+
+// SetBetweenRxBatches has the workers call f between the RX batches of a
+// burst they take before TCP runs; nil stops it (tests only).
+func (e *Endpoint) SetBetweenRxBatches(f func()) {
+	if f == nil {
+		e.betweenRxBatches.Store(nil)
+		return
+	}
+	e.betweenRxBatches.Store(&f)
+}
+
+// FlushIfSolo kicks every queue's TX ring if d is the deferred work of an
+// RX batch of one frame: a request alone, whose reply the caller (a
+// handler's, or a worker-read connection's consumer, on the worker) has
+// just written, leaves now rather than after the batch's work. Batches
+// of several frames keep one kick for all their replies.
+func (e *Endpoint) FlushIfSolo(d gstack.Deferrer) {
+	if dq, ok := d.(*deferred); ok && dq.solo {
+		for _, q := range e.queues {
+			q.flushTx()
+		}
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package link
+
+func pinToCPU(int) {}
+
+func osYieldNow() {}
