@@ -483,3 +483,37 @@ func TestReportFloorRatios(t *testing.T) {
 		t.Errorf("shared placement line %q", got)
 	}
 }
+
+// TestReportServerMemory: a kernel server's memory per held connection is
+// its RSS plus its sockets' kernel slab (the slab growth beyond ustack's
+// run, the same client's alone); a ustack server's is its RSS.
+func TestReportServerMemory(t *testing.T) {
+	conns := func(c string, rss, slab float64) result {
+		return result{Contender: c, Workload: "conns", Conns: 10000, Count: 10000, ReqPerSec: 5000, RSSPerConn: rss, SlabPerConn: slab}
+	}
+	r := &report{Medians: []result{
+		conns("kernel", 8000, 9000), conns("ustack", 16000, 4500), conns("ustack-handler", 6600, 4700),
+	}}
+	for c, want := range map[string]float64{"kernel": 12500, "ustack": 16000, "ustack-handler": 6600} {
+		if got := r.serverMemPerConn(c); got != want {
+			t.Errorf("%s: %v bytes per connection, want %v", c, got, want)
+		}
+	}
+	if got := r.serverMemPerConn("ustack-ustack"); !math.IsNaN(got) {
+		t.Errorf("a contender not measured: %v, want NaN", got)
+	}
+	var out strings.Builder
+	r.printConns(&out)
+	if want := "12.5  1.00x"; !strings.Contains(out.String(), want) {
+		t.Errorf("conns table lacks the kernel's memory %q:\n%s", want, out.String())
+	}
+	r.printTables(&out)
+	for _, want := range []string{
+		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack-handler memory per held connection ≤ 0.6× kernel", 6600.0/12500, "met"),
+		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack memory per held connection ≤ 1.3× kernel", 16000.0/12500, "met"),
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("targets lack %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -88,18 +89,43 @@ func heldConns(ctx context.Context, dial echo.Dialer, addr string, n int, mark f
 	return clientResult{Count: int64(n), Seconds: el.Seconds()}, nil
 }
 
+// serverMemPerConn is contender c's server memory per held connection
+// (conns workload), NaN if not measured: its RSS growth, and for a kernel
+// server also its sockets' kernel objects, which no process's RSS shows
+// (socket, inode, file, epoll entry: slab). Those are the kernel's slab
+// growth in c's run beyond that of ustack's run, whose client is the same
+// Go kernel client but whose server holds no kernel socket per
+// connection; ustack's servers are charged their RSS alone.
+func (r *report) serverMemPerConn(c string) float64 {
+	x := r.find(c, "conns", 0)
+	if x == nil || x.Error != "" || x.RSSPerConn <= 0 {
+		return math.NaN()
+	}
+	if !strings.HasPrefix(c, "kernel") {
+		return x.RSSPerConn
+	}
+	u := r.find("ustack", "conns", 0)
+	if u == nil || u.Error != "" || x.SlabPerConn <= 0 {
+		return math.NaN()
+	}
+	return x.RSSPerConn + max(0, x.SlabPerConn-u.SlabPerConn)
+}
+
 // printConns prints the held-connections table.
 func (r *report) printConns(w io.Writer) {
 	kc := r.find("kernel", "conns", 0)
 	if kc == nil {
 		return
 	}
-	fmt.Fprintf(w, "\n%d connections opened at once (%d dials in flight), %d bytes echoed on each, then held idle (server RSS growth per connection)\n", kc.Conns, connsInFlight, connsMsg)
+	fmt.Fprintf(w, "\n%d connections opened at once (%d dials in flight), %d bytes echoed on each, then held idle (per connection: server RSS growth, the kernel's slab growth (both ends' kernel sockets), and the server's memory: RSS, plus a kernel server's sockets)\n", kc.Conns, connsInFlight, connsMsg)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "contender\tconnections/s\t×k\tRSS/conn KB\t×k\t")
+	fmt.Fprintln(tw, "contender\tconnections/s\t×k\tRSS/conn KB\t×k\tslab/conn KB\tmemory/conn KB\t×k\t")
+	km := r.serverMemPerConn("kernel")
 	for _, n := range r.contenders() {
 		if x := r.find(n, "conns", 0); x != nil && x.Error == "" {
-			fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\t%s\t\n", n, x.ReqPerSec, ratio(x.ReqPerSec, kc.ReqPerSec), x.RSSPerConn/1e3, ratio(x.RSSPerConn, kc.RSSPerConn))
+			m := r.serverMemPerConn(n)
+			fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\t%s\t%.1f\t%.1f\t%s\t\n", n, x.ReqPerSec, ratio(x.ReqPerSec, kc.ReqPerSec), x.RSSPerConn/1e3, ratio(x.RSSPerConn, kc.RSSPerConn),
+				x.SlabPerConn/1e3, m/1e3, ratio(m, km))
 		}
 	}
 	tw.Flush()

@@ -212,7 +212,11 @@ type result struct {
 	ServerCPUPerM float64 `json:"server_cpu_s_per_mreq,omitempty"`
 	// RSSPerConn is the conns workload's server RSS growth per held
 	// connection, in bytes.
-	RSSPerConn    float64 `json:"server_rss_bytes_per_conn,omitempty"`
+	RSSPerConn float64 `json:"server_rss_bytes_per_conn,omitempty"`
+	// SlabPerConn is the kernel's slab growth over the same window, per
+	// held connection: the kernel's socket objects of both ends that are
+	// kernel TCP (the client's always; the server's too for kernel).
+	SlabPerConn   float64 `json:"kernel_slab_bytes_per_conn,omitempty"`
 	ClientCPUPerM float64 `json:"client_cpu_s_per_mreq,omitempty"`
 	// ServerXDP and ClientXDP are the modes the server's and a ustack
 	// client's XDP programs attached in, as they reported them.
@@ -535,7 +539,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 		return m
 	}
 	limit := o.duration + 60*time.Second
-	var s0, c0, rss0 float64
+	var s0, c0, rss0, slab0 float64
 	sp, cp := srv.Pid(), cl.Pid()
 	for {
 		line, err := cl.ReadLine(limit)
@@ -550,9 +554,10 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 		switch {
 		case line == "HELD":
 			m.RSSPerConn = (child.RSSBytes(sp) - rss0) / float64(o.held)
+			m.SlabPerConn = (child.SlabBytes() - slab0) / float64(o.held)
 			cl.Send("release")
 		case line == "START":
-			s0, c0, rss0 = child.CPUSeconds(sp), child.CPUSeconds(cp), child.RSSBytes(sp)
+			s0, c0, rss0, slab0 = child.CPUSeconds(sp), child.CPUSeconds(cp), child.RSSBytes(sp), child.SlabBytes()
 			m.ServerCPUs, m.ClientCPUs = child.CPUsAllowed(sp), child.CPUsAllowed(cp)
 			srv.Send("reset")
 		case line == "END":

@@ -170,6 +170,25 @@ func RSSBytes(pid int) float64 {
 	return 0
 }
 
+// SlabBytes returns the kernel's slab memory, machine-wide (/proc/meminfo
+// Slab: reclaimable and not), where its sockets, their inodes, files and
+// epoll entries live; 0 if it cannot be read.
+func SlabBytes() float64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Slab:"); ok {
+			if f := strings.Fields(v); len(f) >= 1 {
+				kb, _ := strconv.ParseFloat(f[0], 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
+
 // CPUsAllowed returns the CPU list a process may run on, as
 // /proc/<pid>/status gives it ("0-1"), or "" if it cannot be read.
 func CPUsAllowed(pid int) string {
