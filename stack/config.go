@@ -73,15 +73,18 @@ type Config struct {
 	// number of frames set aside for transmitting (default 1024).
 	RingSize uint32
 	// RxRingSize is the size of the RX and fill rings, and the number of
-	// frames set aside for receiving (default 8192, 32 MiB of 4096-byte
+	// frames set aside for receiving (default 16384, 64 MiB of 4096-byte
 	// frames per queue): a burst (thousands of clients connecting at
 	// once) waits in the RX ring for the worker instead of finding the
 	// fill ring empty and being dropped, at which point each dropped SYN
 	// or segment costs its client a retransmission timeout. Measured with
 	// 10,000 connections opened at once by a Python asyncio client, each
-	// echoing 32 bytes, against `ustack-echo server -handler` (AMD EPYC,
-	// 2 vCPUs): 12,160 frames dropped with 2048, 4,798 with 4096, none
-	// with 8192 (cmd/ustack-echo TestPrivilegedBurstConnects).
+	// echoing 32 bytes (AMD EPYC, 2 vCPUs; cmd/ustack-echo
+	// TestPrivilegedBurstConnects): against `ustack-echo server -handler`
+	// 12,160 frames dropped with 2048, 4,798 with 4096, none with 8192;
+	// against the net.Conn server, whose goroutine per connection
+	// competes with the worker for the CPUs, 262 to 814 with 8192 (five
+	// runs, 0 to 1,380 client retransmissions), none with 16384.
 	RxRingSize uint32
 	// FrameSize is the UMEM frame size, 2048 or 4096 (default 4096).
 	FrameSize uint32
@@ -229,7 +232,7 @@ func (c *Config) setDefaults() {
 		c.RingSize = 1024
 	}
 	if c.RxRingSize == 0 {
-		c.RxRingSize = 8192
+		c.RxRingSize = 16384
 	}
 	if c.FrameSize == 0 {
 		c.FrameSize = 4096
