@@ -62,7 +62,7 @@ func (r *Route) PrepareTCPFrame(params NetworkHeaderParams, fr *FrameRoute) bool
 	if !s.directWrite.Load() || r.RequiresTXTransportChecksum() {
 		return false
 	}
-	hl, ok := r.directRoute(params)
+	hl, ok := r.directRouteUnchecked(params)
 	if !ok {
 		return false
 	}
@@ -73,11 +73,33 @@ func (r *Route) PrepareTCPFrame(params NetworkHeaderParams, fr *FrameRoute) bool
 	if q, ok := n.qDisc.(*delegatingQueueingDiscipline); !ok || q == nil {
 		return false
 	}
-	var ri RouteInfo
-	if r.resolveInto(&ri) != nil {
+	// The route's validity and its next hop in one read of the route,
+	// where directRoute and resolveInto took it twice and checked the
+	// validity twice: the same conditions, once per segment.
+	r.mu.RLock()
+	if !r.isValidForOutgoingRLocked() {
+		r.mu.RUnlock()
 		return false
 	}
-	*fr = FrameRoute{w: w, src: n.LinkAddress(), dst: ri.RemoteLinkAddress, ipLen: hl, mtu: int(n.MTU())}
+	dst := r.remoteLinkAddress
+	required := len(dst) == 0 && r.linkRes != nil && !r.local()
+	nEntry := r.neighborEntry
+	r.mu.RUnlock()
+	if required {
+		addr, ok := tcpip.LinkAddress(""), false
+		if nEntry != nil {
+			addr, ok = nEntry.getRemoteLinkAddress()
+		}
+		if !ok {
+			var ri RouteInfo
+			if r.resolveIntoSlow(&ri) != nil {
+				return false
+			}
+			addr = ri.RemoteLinkAddress
+		}
+		dst = addr
+	}
+	*fr = FrameRoute{w: w, src: n.LinkAddress(), dst: dst, ipLen: hl, mtu: int(n.MTU())}
 	return true
 }
 

@@ -101,10 +101,21 @@ func (r *Route) WriteDirect(params NetworkHeaderParams, pkt *PacketBuffer) (bool
 // over IPv4, no firewall rule ever installed, no packet socket, a valid
 // route), and the size of the network header they write.
 func (r *Route) directRoute(params NetworkHeaderParams) (int, bool) {
+	hl, ok := r.directRouteUnchecked(params)
+	if !ok || !r.isValidForOutgoing() {
+		return 0, false
+	}
+	return hl, true
+}
+
+// directRouteUnchecked is directRoute but for the route's validity, which
+// the caller checks (PrepareTCPFrame, under the route's lock it takes
+// anyway).
+func (r *Route) directRouteUnchecked(params NetworkHeaderParams) (int, bool) {
 	n := r.outgoingNIC
 	s := n.stack
 	if params.ExperimentOptionValue != 0 || r.Loop() != PacketOut || n.deliverLinkPackets ||
-		s.tables.everModified.Load() || s.IsNFTablesConfigured() || !r.isValidForOutgoing() {
+		s.tables.everModified.Load() || s.IsNFTablesConfigured() {
 		return 0, false
 	}
 	switch r.NetProto() {
