@@ -1,9 +1,11 @@
 package stack
 
 import (
+	"context"
 	"io"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -111,4 +113,63 @@ func BenchmarkMemConnect(b *testing.B) {
 		}
 		c.Close()
 	}
+}
+
+// bounceHandler answers every 64-byte message with one of its own, on the
+// worker, and counts the round trips it began (the dialing side's).
+type bounceHandler struct {
+	msg    [64]byte
+	have   int
+	rounds atomic.Int64
+	target int64
+	done   chan struct{}
+}
+
+func (h *bounceHandler) OnOpen(*Stream) {}
+
+func (h *bounceHandler) OnTraffic(s *Stream, b []byte) {
+	for h.have += len(b); h.have >= len(h.msg); h.have -= len(h.msg) {
+		if h.done != nil && h.rounds.Add(1) >= h.target {
+			select {
+			case h.done <- struct{}{}:
+			default:
+			}
+			return
+		}
+		s.Write(h.msg[:])
+	}
+}
+
+func (h *bounceHandler) OnClose(*Stream, error) {}
+
+// BenchmarkMemHandlerPingPong: 64-byte messages bounced between handlers
+// on two stacks' workers over the memory wire, with no application
+// goroutine: the TCP counterpart of BenchmarkMemQueuePairHandlerPingPong
+// (the difference is what the queue pairs' framing and engine add).
+func BenchmarkMemHandlerPingPong(b *testing.B) {
+	mp := newMemPair(b, Spin)
+	ln, err := mp.b.ListenHandler("tcp4", ":7", &bounceHandler{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	h := &bounceHandler{target: int64(b.N), done: make(chan struct{}, 1)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := mp.a.DialHandler(ctx, "tcp4", netip.AddrPortFrom(memB4.Addr(), 7).String(), h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	if err := s.AsyncWrite(h.msg[:]); err != nil {
+		b.Fatal(err)
+	}
+	select {
+	case <-h.done:
+	case <-time.After(time.Minute):
+		b.Fatalf("%d of %d rounds", h.rounds.Load(), b.N)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/rtt")
 }
