@@ -41,7 +41,7 @@ type Demux struct {
 	sent *tcpip.StatCounter
 	// fast offers each segment to the TCP fast path's receive first
 	// (netstack patch 0084), and a listener's SYNs to answerSyn (0086);
-	// off with Config.NoFastPath.
+	// off with stack.Config.NoFastPath.
 	fast bool
 	// mac and prefixes are ustack's MAC and on-link prefixes, for the
 	// SYN-ACKs the worker writes.

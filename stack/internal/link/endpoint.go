@@ -118,12 +118,12 @@ type Endpoint struct {
 	pin        bool
 	trustRx    bool
 	partialOK  bool          // accept offload.Partial checksums (a veth peer)
-	txCsum     bool          // TX checksums computed in the copy (Config.NoTxChecksum unset)
-	gso        bool          // TCP segmentation offload (not Config.NoGSO)
-	gro        bool          // receive coalescing (Config.NoGRO unset)
-	handOff    bool          // Config.HandOffTCP
+	txCsum     bool          // TX checksums computed in the copy (Options.NoTxChecksum unset)
+	gso        bool          // TCP segmentation offload (not Options.NoGSO)
+	gro        bool          // receive coalescing (Options.NoGRO unset)
+	handOff    bool          // Options.HandOffTCP
 	demux      *Demux        // early demux (SetDemux; nil: none)
-	trace      *trace.Tracer // nil unless Config.Trace
+	trace      *trace.Tracer // nil unless Options.Trace
 
 	// ready is the worker-read connections with something to read
 	// (PollOnWorker).
