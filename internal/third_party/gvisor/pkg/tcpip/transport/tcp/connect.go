@@ -143,9 +143,7 @@ func timerHandler(e *Endpoint, f func() tcpip.Error) func() {
 		e.mu.Lock()
 		// ustack: an ACK the fast path left pending before the timer
 		// acts on what it acknowledges (patch 0084).
-		if e.lateAckLocked() {
-			e.runLateAckLocked()
-		}
+		e.runLateAckLocked()
 		if err := f(); err != nil {
 			e.lastErrorMu.Lock()
 			// If the handler timed out and we have a lastError recorded (maybe due
@@ -1335,9 +1333,7 @@ func (e *Endpoint) handleReset(s *segment) (ok bool, err tcpip.Error) {
 func (e *Endpoint) handleSegmentsLocked() tcpip.Error {
 	// ustack: an ACK the fast path left pending comes before the
 	// segments that arrived after it (patch 0084).
-	if e.lateAckLocked() {
-		e.runLateAckLocked()
-	}
+	e.runLateAckLocked()
 	sndUna := e.snd.SndUna
 	// ustack: an ACK the fast path left owed is this batch's to send.
 	e.fastAckOwed = false

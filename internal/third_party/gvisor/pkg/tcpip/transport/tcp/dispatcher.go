@@ -408,9 +408,7 @@ func (e *Endpoint) RunDeferred() {
 		// ustack: the ACK the fast path's last segment carried, and
 		// the ACK its segments owe (patch 0084).
 		if e.TryLock() {
-			if e.lateAckLocked() {
-				e.runLateAckLocked()
-			}
+			e.runLateAckLocked()
 			e.finishFastLocked()
 			e.mu.Unlock()
 		}

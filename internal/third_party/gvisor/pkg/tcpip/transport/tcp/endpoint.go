@@ -3208,9 +3208,7 @@ func (e *Endpoint) HandleError(transErr stack.TransportError, pkt *stack.PacketB
 			defer e.mu.Unlock()
 			// ustack: an ACK the fast path left pending first (patch
 			// 0084): the resend below is of what it leaves unacked.
-			if e.lateAckLocked() {
-				e.runLateAckLocked()
-			}
+			e.runLateAckLocked()
 			if e.snd != nil {
 				e.snd.updateMaxPayloadSize(newMTU, 1 /* count */)
 			}

@@ -125,11 +125,9 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 	if !e.TryLock() {
 		return FastMissBusy
 	}
-	if e.lateAckLocked() {
-		// The previous segment's ACK first: prediction reads the
-		// sender's state.
-		e.runLateAckLocked()
-	}
+	// The previous segment's ACK first: prediction reads the sender's
+	// state.
+	e.runLateAckLocked()
 	if miss := e.predictLocked(hdr, len(payload), hasTS, tsVal); miss != FastHit {
 		e.mu.Unlock()
 		return miss
@@ -419,10 +417,14 @@ func (e *Endpoint) oweFastAckLocked(rcvdTime tcpip.MonotonicTime) {
 // request carried. RunDeferred runs it after the worker's yield to the
 // application; whoever takes the lock first with it pending (the next
 // segment, the ordinary path, a timer, an application's call once
-// RunDeferred has run) runs it before acting on the sender's state.
+// RunDeferred has run) runs it before acting on the sender's state. It
+// does nothing if no ACK is pending.
 //
 // +checklocks:e.mu
 func (e *Endpoint) runLateAckLocked() {
+	if !e.lateAckLocked() {
+		return
+	}
 	a := e.snd.lateAck
 	e.snd.lateAck = fastACK{}
 	if st := e.EndpointState(); st.connected() && st != StateTimeWait {
