@@ -300,7 +300,7 @@ func (r *report) printTargets(w io.Writer) {
 		}
 		return math.NaN()
 	}
-	mem := func(c string) float64 { return r.serverMemPerConn(c) }
+	mem := r.serverMemPerConn
 	ts := []target{
 		// The engine milestone (run to completion, delayed ACK).
 		{"ustack p50 ≤ 1.0× kernel", p("ustack", p50) / p("kernel", p50), 1, true},
