@@ -3,9 +3,11 @@ package stack
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -162,14 +164,17 @@ func TestMemRACKLearnsFromRetransmission(t *testing.T) {
 }
 
 // ackLoss drops, on the wire from the server at port back to the client,
-// every pure ACK that acknowledges the whole of a write of size bytes
-// (counted from the first data segment the client sends) until the
-// client has sent that first segment sends times, and signals passed
-// when such an ACK then goes through. Counting the sender's own
+// every pure ACK that acknowledges any of a write of size bytes (counted
+// from the first data segment the client sends) until the client has
+// sent that first segment sends times, and signals passed when an ACK
+// of the whole write then goes through. Counting the sender's own
 // retransmissions of the first segment, not the ACKs, keeps the test to
 // one sequence of events however late the receiver answers: a window
 // update or a second ACK the receiver sends on a loaded machine is
-// dropped too.
+// dropped too. So is an ACK of part of the write (a receiver that saw
+// the write in two batches): let through, it would move the sender's
+// first unacknowledged segment past the one counted, and the probes the
+// tests wait for would never resend it.
 type ackLoss struct {
 	port   uint16
 	size   uint32
@@ -179,6 +184,7 @@ type ackLoss struct {
 	firsts int    // times the first data segment was sent
 	done   bool
 	passed chan struct{}
+	log    []string // what the hooks saw, for a failure's message
 }
 
 func newACKLoss(port uint16, size uint32, sends int) *ackLoss {
@@ -197,6 +203,7 @@ func (l *ackLoss) data(drop func([]byte) bool) func([]byte) bool {
 			if s.seq == l.base {
 				l.firsts++
 			}
+			l.note("data +%d len %d", s.seq-l.base, s.payload)
 			l.mu.Unlock()
 		}
 		return drop != nil && drop(f)
@@ -211,17 +218,33 @@ func (l *ackLoss) acks(f []byte) bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.firsts == 0 || s.ack != l.base+l.size {
+	if l.firsts == 0 || int32(s.ack-l.base) <= 0 {
 		return false
 	}
 	if l.firsts < l.sends {
+		l.note("ack +%d dropped", s.ack-l.base)
 		return true
 	}
-	if !l.done {
+	l.note("ack +%d passed", s.ack-l.base)
+	if s.ack == l.base+l.size && !l.done {
 		l.done = true
 		close(l.passed)
 	}
 	return false
+}
+
+// note records an event; l.mu is held.
+func (l *ackLoss) note(format string, args ...any) {
+	if len(l.log) < 64 {
+		l.log = append(l.log, fmt.Sprintf(format, args...))
+	}
+}
+
+// String is what the hooks saw, in order.
+func (l *ackLoss) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.log, "; ")
 }
 
 // lossPair sets up a client on mp.a connected to a server on mp.b that
@@ -262,7 +285,7 @@ func checkProbed(t *testing.T, mp *memPair, l *ackLoss, before Stats) {
 	select {
 	case <-l.passed:
 	case <-time.After(5 * time.Second):
-		t.Fatal("no acknowledgment of the whole write got through after the dropped ones")
+		t.Fatalf("no acknowledgment of the whole write got through after the dropped ones; the wire saw: %v", l)
 	}
 	// The probe is counted after it is sent: on a loaded machine its
 	// answer can come back first.
@@ -363,7 +386,7 @@ func TestMemProbeTimeoutFloor(t *testing.T) {
 	select {
 	case <-l.passed: // an ACK of the whole write got through
 	case <-time.After(30 * time.Second):
-		t.Fatal("no ACK of the write got through")
+		t.Fatalf("no ACK of the write got through; the wire saw: %v", l)
 	}
 	mu.Lock()
 	defer mu.Unlock()
