@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 
@@ -101,8 +102,8 @@ type Stream struct {
 	wq    *waiter.Queue
 	keys  []portKey
 	h     Handler
-	local net.Addr
-	peer  net.Addr
+	local netip.AddrPort
+	peer  netip.AddrPort
 
 	poll   link.Ready   // the stream's place on the ready list
 	wentry waiter.Entry // registered while pending holds bytes
@@ -147,10 +148,10 @@ func (r *writeReader) Read(p []byte) (int, error) {
 func (r *writeReader) Len() int { return len(r.b) }
 
 // LocalAddr returns the connection's local address.
-func (s *Stream) LocalAddr() net.Addr { return s.local }
+func (s *Stream) LocalAddr() net.Addr { return netAddr(s.local) }
 
 // RemoteAddr returns the peer's address.
-func (s *Stream) RemoteAddr() net.Addr { return s.peer }
+func (s *Stream) RemoteAddr() net.Addr { return netAddr(s.peer) }
 
 // Context returns what SetContext stored.
 func (s *Stream) Context() any { return s.userData }
@@ -470,7 +471,7 @@ func (s *Stream) closeNow(err error) {
 
 //go:noinline
 func (s *Stream) opError(op string, err error) error {
-	return &net.OpError{Op: op, Net: "tcp", Source: s.local, Addr: s.peer, Err: err}
+	return &net.OpError{Op: op, Net: "tcp", Source: netAddr(s.local), Addr: netAddr(s.peer), Err: err}
 }
 
 // newStream makes a stream of an established endpoint and has the worker
@@ -478,10 +479,10 @@ func (s *Stream) opError(op string, err error) error {
 func (st *Stack) newStream(ep *tcp.Endpoint, wq *waiter.Queue, keys []portKey, h Handler) *Stream {
 	s := &Stream{st: st, ep: ep, wq: wq, keys: keys, h: h}
 	if a, err := ep.GetLocalAddress(); err == nil {
-		s.local = tcpAddr(a)
+		s.local = addrPort(a)
 	}
 	if a, err := ep.GetRemoteAddress(); err == nil {
-		s.peer = tcpAddr(a)
+		s.peer = addrPort(a)
 	}
 	s.onData = func(b []byte) {
 		if s.closing || s.closed {

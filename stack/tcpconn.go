@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -28,20 +29,22 @@ type tcpConn struct {
 	wq   *waiter.Queue
 	keys []portKey
 
-	local, remote net.Addr
+	// The addresses are kept as values: a net.Addr is made when asked
+	// for, not for every connection (an idle server's memory).
+	local, remote netip.AddrPort
 
 	// readMu serializes Reads: they share rbuf, rEntry and rNotify.
 	readMu  sync.Mutex
 	rbuf    tcpip.SliceWriter
 	rEntry  waiter.Entry
-	rNotify <-chan struct{}
+	rNotify chan struct{}
 	// writeMu serializes Writes: they share wbuf, wEntry and wNotify.
 	writeMu sync.Mutex
 	wbuf    bytes.Reader
 	wEntry  waiter.Entry
-	wNotify <-chan struct{}
+	wNotify chan struct{}
 
-	rDeadline, wDeadline deadline
+	rDeadline, wDeadline lazyDeadline
 
 	// poll is set once the worker reads the connection (PollOnWorker).
 	poll atomic.Pointer[pollState]
@@ -95,18 +98,36 @@ func newTCPConn(s *Stack, wq *waiter.Queue, ep tcpip.Endpoint, keys []portKey) *
 	wq.EventRegister(&c.rEntry)
 	wq.EventRegister(&c.wEntry)
 	if a, err := ep.GetLocalAddress(); err == nil {
-		c.local = tcpAddr(a)
+		c.local = addrPort(a)
 	}
 	if a, err := ep.GetRemoteAddress(); err == nil {
-		c.remote = tcpAddr(a)
+		c.remote = addrPort(a)
 	}
-	c.rDeadline.init()
-	c.wDeadline.init()
 	return c
 }
 
 func tcpAddr(a tcpip.FullAddress) *net.TCPAddr {
 	return &net.TCPAddr{IP: net.IP(a.Addr.AsSlice()), Port: int(a.Port)}
+}
+
+// addrPort is a as a value; the zero AddrPort if a has no address.
+func addrPort(a tcpip.FullAddress) netip.AddrPort {
+	var ip netip.Addr
+	switch a.Addr.Len() {
+	case 4:
+		ip = netip.AddrFrom4(a.Addr.As4())
+	case 16:
+		ip = netip.AddrFrom16(a.Addr.As16())
+	}
+	return netip.AddrPortFrom(ip, a.Port)
+}
+
+// netAddr is ap as the net package's address; nil for the zero one.
+func netAddr(ap netip.AddrPort) net.Addr {
+	if !ap.Addr().IsValid() {
+		return nil
+	}
+	return net.TCPAddrFromAddrPort(ap)
 }
 
 // opError wraps err as the net package does.
@@ -115,7 +136,7 @@ func tcpAddr(a tcpip.FullAddress) *net.TCPAddr {
 //
 //go:noinline
 func (c *tcpConn) opError(op string, err error) error {
-	return &net.OpError{Op: op, Net: "tcp", Source: c.local, Addr: c.remote, Err: err}
+	return &net.OpError{Op: op, Net: "tcp", Source: netAddr(c.local), Addr: netAddr(c.remote), Err: err}
 }
 
 // read reads what netstack has queued into b. It calls netstack's
@@ -159,6 +180,11 @@ func (c *tcpConn) Read(b []byte) (int, error) {
 		case *tcpip.ErrWouldBlock:
 			select {
 			case <-c.rNotify:
+				if expired == nil {
+					// A first deadline, set while this call
+					// waited, wakes it (lazyDeadline.set).
+					expired = c.rDeadline.channel()
+				}
 			case <-expired:
 				return 0, c.opError("read", os.ErrDeadlineExceeded)
 			}
@@ -196,6 +222,11 @@ func (c *tcpConn) Write(b []byte) (int, error) {
 		if err != nil {
 			if werr := c.writeWait(err, expired); werr != nil {
 				return n, werr
+			}
+			if expired == nil {
+				// A first deadline may have been set while
+				// writeWait waited (lazyDeadline.set).
+				expired = c.wDeadline.channel()
 			}
 		}
 	}
@@ -312,23 +343,23 @@ func (c *tcpConn) CloseWrite() error {
 }
 
 // LocalAddr implements net.Conn.
-func (c *tcpConn) LocalAddr() net.Addr { return c.local }
+func (c *tcpConn) LocalAddr() net.Addr { return netAddr(c.local) }
 
 // RemoteAddr implements net.Conn.
-func (c *tcpConn) RemoteAddr() net.Addr { return c.remote }
+func (c *tcpConn) RemoteAddr() net.Addr { return netAddr(c.remote) }
 
 // SetDeadline implements net.Conn.
 func (c *tcpConn) SetDeadline(t time.Time) error {
-	c.rDeadline.set(t)
-	c.wDeadline.set(t)
+	c.rDeadline.set(t, c.rNotify)
+	c.wDeadline.set(t, c.wNotify)
 	return nil
 }
 
 // SetReadDeadline implements net.Conn.
-func (c *tcpConn) SetReadDeadline(t time.Time) error { c.rDeadline.set(t); return nil }
+func (c *tcpConn) SetReadDeadline(t time.Time) error { c.rDeadline.set(t, c.rNotify); return nil }
 
 // SetWriteDeadline implements net.Conn.
-func (c *tcpConn) SetWriteDeadline(t time.Time) error { c.wDeadline.set(t); return nil }
+func (c *tcpConn) SetWriteDeadline(t time.Time) error { c.wDeadline.set(t, c.wNotify); return nil }
 
 // errPipe is what writing to a connection whose sending side is shut down
 // returns, as the kernel's EPIPE.
@@ -345,7 +376,48 @@ type deadline struct {
 	timer   *time.Timer
 }
 
-func (d *deadline) init() { d.ch = make(chan struct{}) }
+// lazyDeadline is a deadline made when one is first set: most
+// connections never have one, and an idle server holds thousands.
+type lazyDeadline struct{ p atomic.Pointer[deadline] }
+
+// channel returns the channel a waiter selects on: nil (never ready)
+// while no deadline was ever set. A waiter that took nil takes it again
+// when woken: set wakes it once it makes the deadline.
+func (l *lazyDeadline) channel() <-chan struct{} {
+	if d := l.p.Load(); d != nil {
+		return d.channel()
+	}
+	return nil
+}
+
+// set arms the deadline for t (zero: none). Making the deadline, it
+// wakes a call waiting on wake, which may have taken the nil channel.
+func (l *lazyDeadline) set(t time.Time, wake chan struct{}) {
+	d := l.p.Load()
+	if d == nil {
+		if t.IsZero() {
+			return
+		}
+		d = &deadline{ch: make(chan struct{})}
+		if !l.p.CompareAndSwap(nil, d) {
+			d = l.p.Load()
+		} else {
+			defer func() {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}()
+		}
+	}
+	d.set(t)
+}
+
+func (l *lazyDeadline) stop() {
+	if d := l.p.Load(); d != nil {
+		d.stop()
+	}
+}
 
 // channel returns the channel a waiter selects on.
 func (d *deadline) channel() <-chan struct{} {

@@ -112,3 +112,60 @@ func TestMemConnSemantics(t *testing.T) {
 		t.Fatalf("addresses: %v vs %v", c.LocalAddr(), srv.RemoteAddr())
 	}
 }
+
+// TestMemDeadlineSetWhileWaiting: a connection makes its deadlines only
+// when one is first set, and a Read or a Write already waiting then
+// (without any deadline, so on none) still sees it pass, as the net
+// package's connections do: net/http's server ends an idle connection's
+// background read that way.
+func TestMemDeadlineSetWhileWaiting(t *testing.T) {
+	mp := newMemPair(t, Spin)
+	c, srv := dialPair(t, mp, 19)
+	tc := c.(*tcpConn)
+	c.SetDeadline(time.Time{})
+	if tc.rDeadline.p.Load() != nil || tc.wDeadline.p.Load() != nil {
+		t.Fatal("clearing a deadline that was never set made one")
+	}
+
+	waitFor := func(what string, done <-chan error) {
+		t.Helper()
+		select {
+		case err := <-done:
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("%s: %v, want the deadline's error", what, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: a deadline set while it waited did not end it", what)
+		}
+	}
+
+	read := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 8))
+		read <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the Read waits, on no deadline
+	c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	waitFor("read", read)
+
+	// srv reads nothing: the write fills its window and c's send buffer.
+	write := make(chan error, 1)
+	go func() {
+		_, err := c.Write(make([]byte, 64<<20))
+		write <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	c.SetWriteDeadline(time.Now().Add(20 * time.Millisecond))
+	waitFor("write", write)
+
+	// Cleared, both work again.
+	c.SetDeadline(time.Time{})
+	srv.SetDeadline(time.Now().Add(10 * time.Second))
+	go io.Copy(io.Discard, srv)
+	if _, err := c.Write([]byte("again")); err != nil {
+		t.Fatalf("write after clearing the deadline: %v", err)
+	}
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); !ok || a.Port != 19 || a.IP.To4() == nil {
+		t.Fatalf("remote address %#v", c.RemoteAddr())
+	}
+}
