@@ -244,6 +244,12 @@ func TestPrivilegedQuickRun(t *testing.T) {
 			if r.Count != int64(o.held) || r.ReqPerSec <= 0 || r.RSSPerConn <= 0 {
 				t.Errorf("%s: %d of %d connections, %v/s, %v bytes of RSS each", key, r.Count, o.held, r.ReqPerSec, r.RSSPerConn)
 			}
+			// A ustack server's workers did the connections' work; the
+			// CPUs' busy times come in clock ticks, too coarse to
+			// assert on a short run.
+			if strings.HasPrefix(r.Contender, "ustack") && (r.WorkerBusy <= 0 || r.WorkerBusy > r.Seconds*2) {
+				t.Errorf("%s: workers busy %v s in %v s", key, r.WorkerBusy, r.Seconds)
+			}
 		}
 	}
 	for _, c := range allContenders {
@@ -511,6 +517,51 @@ func TestReportServerMemory(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack-handler memory per held connection ≤ 0.6× kernel", 6600.0/12500, "met"),
 		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack memory per held connection ≤ 1.3× kernel", 16000.0/12500, "met"),
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("targets lack %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestReportConnsCPU: the conns workload's CPU table and targets read a
+// ustack server's workers' busy time, and any other server's CPUs'.
+func TestReportConnsCPU(t *testing.T) {
+	conns := func(c string, rate, client, server, worker float64) result {
+		return result{Contender: c, Workload: "conns", Conns: 10000, Count: 10000, Seconds: 10000 / rate, ReqPerSec: rate,
+			ClientCPUsBusy: client, ServerCPUsBusy: server, WorkerBusy: worker}
+	}
+	// kernel: 1 s for 10,000 connections, the server's CPU 0.6 s busy
+	// (60 µs each); ustack-handler: 0.5 s, client 0.475 s busy, the
+	// worker 0.15 s (15 µs each, 30% of the window).
+	r := &report{Medians: []result{
+		conns("kernel", 10000, 0.9, 0.6, 0), conns("ustack-handler", 20000, 0.475, 0.5, 0.15),
+	}}
+	if got, want := r.serverCPUPerConn("kernel"), 60e-6; math.Abs(got-want) > 1e-12 {
+		t.Errorf("kernel: %v s per connection, want %v", got, want)
+	}
+	if got, want := r.serverCPUPerConn("ustack-handler"), 15e-6; math.Abs(got-want) > 1e-12 {
+		t.Errorf("ustack-handler: %v s per connection, want the worker's %v", got, want)
+	}
+	if got := r.serverCPUPerConn("ustack"); !math.IsNaN(got) {
+		t.Errorf("a contender not measured: %v, want NaN", got)
+	}
+	var out strings.Builder
+	r.printConns(&out)
+	want := "ustack-handler 95% 100% 30% 50.0 15.0 0.25x"
+	found := false
+	for _, l := range strings.Split(out.String(), "\n") {
+		found = found || strings.Join(strings.Fields(l), " ") == want
+	}
+	if !found {
+		t.Errorf("CPU table lacks the row %q:\n%s", want, out.String())
+	}
+	r.printTables(&out)
+	for _, want := range []string{
+		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack-handler connections/s ≥ 1.5× kernel", 2.0, "met"),
+		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack-handler conns: client CPUs busy ≥ 90%", 0.95, "met"),
+		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack-handler conns: worker busy ≤ 2/3", 0.3, "met"),
+		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack-handler worker CPU/connection ≤ 0.5× kernel server's", 0.25, "met"),
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("targets lack %q:\n%s", want, out.String())

@@ -129,4 +129,68 @@ func (r *report) printConns(w io.Writer) {
 		}
 	}
 	tw.Flush()
+
+	fmt.Fprintf(w, "\nCPU while the connections open (START to HELD): the client's and the server's CPUs busy (/proc/stat, the kernel's softirq work included), a ustack server's workers busy (stack.QueueStats.WorkerBusy: a spinning worker's CPU is busy all along), and per connection the server CPUs' time and the workers'\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "contender\tclient CPUs busy\tserver CPUs busy\tworkers busy\tserver CPUs µs/conn\tworkers µs/conn\t×k\t")
+	kcpu := r.serverCPUPerConn("kernel")
+	for _, n := range r.contenders() {
+		x := r.find(n, "conns", 0)
+		if x == nil || x.Error != "" || x.Seconds <= 0 || x.Count <= 0 {
+			continue
+		}
+		pct := func(v float64) string {
+			if v <= 0 || math.IsNaN(v) {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f%%", 100*v/x.Seconds)
+		}
+		us := func(v float64) string {
+			if v <= 0 || math.IsNaN(v) {
+				return "-"
+			}
+			return fmt.Sprintf("%.1f", v/float64(x.Count)*1e6)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n, pct(x.ClientCPUsBusy), pct(x.ServerCPUsBusy), pct(x.WorkerBusy),
+			us(x.ServerCPUsBusy), us(x.WorkerBusy), ratio(r.serverCPUPerConn(n), kcpu))
+	}
+	tw.Flush()
+}
+
+// serverCPUPerConn is contender c's server CPU seconds per connection in
+// the conns workload's connect window, NaN if not measured: a ustack
+// server's workers' busy time (what a handler server spends; a net.Conn
+// server's goroutines come on top), any other server's CPUs' busy time,
+// the softirq work that ran there included.
+func (r *report) serverCPUPerConn(c string) float64 {
+	x := r.find(c, "conns", 0)
+	if x == nil || x.Error != "" || x.Count <= 0 {
+		return math.NaN()
+	}
+	v := x.ServerCPUsBusy
+	if strings.HasPrefix(c, "ustack") {
+		v = x.WorkerBusy
+	}
+	if v <= 0 || math.IsNaN(v) {
+		return math.NaN()
+	}
+	return v / float64(x.Count)
+}
+
+// connsCPUShare is the share of the conns workload's connect window that
+// contender c's client CPUs (client) or its ustack server's workers spent
+// busy, NaN if not measured.
+func (r *report) connsCPUShare(c string, client bool) float64 {
+	x := r.find(c, "conns", 0)
+	if x == nil || x.Error != "" || x.Seconds <= 0 {
+		return math.NaN()
+	}
+	v := x.WorkerBusy
+	if client {
+		v = x.ClientCPUsBusy
+	}
+	if v <= 0 || math.IsNaN(v) {
+		return math.NaN()
+	}
+	return v / x.Seconds
 }

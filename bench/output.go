@@ -342,6 +342,13 @@ func (r *report) printTargets(w io.Writer) {
 		// objects for a kernel server (which no RSS shows).
 		{"ustack-handler memory per held connection ≤ 0.6× kernel", mem("ustack-handler") / mem("kernel"), 0.6, true},
 		{"ustack memory per held connection ≤ 1.3× kernel", mem("ustack") / mem("kernel"), 1.3, true},
+		// Connection setup: the rate, or, where the Go kernel client's
+		// own CPU limits it, that CPU saturated while the worker idles
+		// and spends half of a kernel server's CPU per connection.
+		{"ustack-handler connections/s ≥ 1.5× kernel", val("ustack-handler", "conns") / val("kernel", "conns"), 1.5, false},
+		{"ustack-handler conns: client CPUs busy ≥ 90%", r.connsCPUShare("ustack-handler", true), 0.9, false},
+		{"ustack-handler conns: worker busy ≤ 2/3", r.connsCPUShare("ustack-handler", false), 2.0 / 3, true},
+		{"ustack-handler worker CPU/connection ≤ 0.5× kernel server's", r.serverCPUPerConn("ustack-handler") / r.serverCPUPerConn("kernel"), 0.5, true},
 		// The project's goals.
 		{"ustack p50 ≤ 0.6× kernel", p("ustack", p50) / p("kernel", p50), 0.6, true},
 		{"ustack p99 ≤ 0.5× kernel", p("ustack", p99) / p("kernel", p99), 0.5, true},

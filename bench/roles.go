@@ -100,7 +100,9 @@ func serveMain(args []string) error {
 	// "reset" clears the ustack server's latency breakdown and the
 	// floor's sink counters, "trace" prints the breakdown as a TRACE
 	// line of JSON ("TRACE null" for other servers), "sink" the floor's
-	// sink counters as a SINK line.
+	// sink counters as a SINK line, "busy" the ustack server's workers'
+	// busy time (stack.QueueStats.WorkerBusy) in seconds as a BUSY line
+	// (-1 for other servers).
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		switch in.Text() {
@@ -118,6 +120,16 @@ func serveMain(args []string) error {
 			}
 			b, _ := json.Marshal(r)
 			fmt.Printf("SINK %s\n", b)
+		case "busy":
+			busy := -1.0
+			if servedStack != nil {
+				var d time.Duration
+				for _, q := range servedStack.Stats().Queues {
+					d += q.WorkerBusy
+				}
+				busy = d.Seconds()
+			}
+			fmt.Printf("BUSY %g\n", busy)
 		case "trace":
 			var t *stack.TraceStats
 			if servedStack != nil {

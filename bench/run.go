@@ -216,8 +216,16 @@ type result struct {
 	// SlabPerConn is the kernel's slab growth over the same window, per
 	// held connection: the kernel's socket objects of both ends that are
 	// kernel TCP (the client's always; the server's too for kernel).
-	SlabPerConn   float64 `json:"kernel_slab_bytes_per_conn,omitempty"`
-	ClientCPUPerM float64 `json:"client_cpu_s_per_mreq,omitempty"`
+	SlabPerConn float64 `json:"kernel_slab_bytes_per_conn,omitempty"`
+	// The conns workload's CPU over its connect window (START to HELD):
+	// the server's and the client's CPUs' busy seconds, whoever ran on
+	// them (/proc/stat: the kernel's softirq work too), and a ustack
+	// server's workers' busy time (stack.QueueStats.WorkerBusy; a
+	// spinning worker's CPU time is the whole window).
+	ServerCPUsBusy float64 `json:"server_cpus_busy_s,omitempty"`
+	ClientCPUsBusy float64 `json:"client_cpus_busy_s,omitempty"`
+	WorkerBusy     float64 `json:"worker_busy_s,omitempty"`
+	ClientCPUPerM  float64 `json:"client_cpu_s_per_mreq,omitempty"`
 	// ServerXDP and ClientXDP are the modes the server's and a ustack
 	// client's XDP programs attached in, as they reported them.
 	ServerXDP string `json:"server_xdp_mode,omitempty"`
@@ -539,7 +547,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 		return m
 	}
 	limit := o.duration + 60*time.Second
-	var s0, c0, rss0, slab0 float64
+	var s0, c0, rss0, slab0, sb0, cb0, wb0 float64
 	sp, cp := srv.Pid(), cl.Pid()
 	for {
 		line, err := cl.ReadLine(limit)
@@ -555,11 +563,22 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 		case line == "HELD":
 			m.RSSPerConn = (child.RSSBytes(sp) - rss0) / float64(o.held)
 			m.SlabPerConn = (child.SlabBytes() - slab0) / float64(o.held)
+			m.ServerCPU = child.CPUSeconds(sp) - s0
+			m.ClientCPU = child.CPUSeconds(cp) - c0
+			m.ServerCPUsBusy = child.CPUBusySeconds(m.ServerCPUs) - sb0
+			m.ClientCPUsBusy = child.CPUBusySeconds(m.ClientCPUs) - cb0
+			if wb := serverBusy(srv); wb >= 0 && wb0 >= 0 {
+				m.WorkerBusy = wb - wb0
+			}
 			cl.Send("release")
 		case line == "START":
 			s0, c0, rss0, slab0 = child.CPUSeconds(sp), child.CPUSeconds(cp), child.RSSBytes(sp), child.SlabBytes()
 			m.ServerCPUs, m.ClientCPUs = child.CPUsAllowed(sp), child.CPUsAllowed(cp)
 			srv.Send("reset")
+			if m.Workload == "conns" {
+				sb0, cb0 = child.CPUBusySeconds(m.ServerCPUs), child.CPUBusySeconds(m.ClientCPUs)
+				wb0 = serverBusy(srv)
+			}
 		case line == "END":
 			m.ServerCPU = child.CPUSeconds(sp) - s0
 			m.ClientCPU = child.CPUSeconds(cp) - c0
@@ -599,6 +618,27 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			return m
 		}
 	}
+}
+
+// serverBusy asks a server child for its workers' busy seconds: -1 for
+// a server other than ustack's, or if it does not answer.
+func serverBusy(srv *server) float64 {
+	if err := srv.Send("busy"); err != nil {
+		return -1
+	}
+	line, err := srv.ReadLine(5 * time.Second)
+	if err != nil {
+		return -1
+	}
+	rest, ok := strings.CutPrefix(line, "BUSY ")
+	if !ok {
+		return -1
+	}
+	v, err := strconv.ParseFloat(rest, 64)
+	if err != nil {
+		return -1
+	}
+	return v
 }
 
 // serverSink asks a floor server what its sink received since the reset

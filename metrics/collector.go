@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -116,6 +117,9 @@ func NewCollector(s *stack.Stack) *Collector {
 
 var statCounterType = reflect.TypeFor[*tcpip.StatCounter]()
 
+// durationType is a time.Duration field's type: emitted in seconds.
+var durationType = reflect.TypeFor[time.Duration]()
+
 // walkStats calls fn for every *tcpip.StatCounter field in t, with its
 // field names and index path.
 func walkStats(t reflect.Type, path []string, index []int, fn func(path []string, index []int)) {
@@ -205,6 +209,8 @@ func emit(ch chan<- prometheus.Metric, v reflect.Value, ss []statSeries, first .
 		switch {
 		case f.CanUint():
 			x = float64(f.Uint())
+		case f.Type() == durationType:
+			x = time.Duration(f.Int()).Seconds() // Prometheus's base unit
 		case f.CanInt():
 			x = float64(f.Int())
 		case f.CanFloat():

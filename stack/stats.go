@@ -3,6 +3,7 @@ package stack
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
@@ -35,6 +36,13 @@ type QueueStats struct {
 	// RxCoalesced counts received TCP segments GRO merged into the
 	// segment before them (unless Config.NoGRO).
 	RxCoalesced uint64
+	// WorkerBusy is the time the queue's worker spent at work: RX
+	// batches and all they ran on it (TCP, handlers, queue pairs),
+	// kicks of the TX ring, connections made ready off the worker. Not
+	// counted: polling an empty ring, sleeping, and the application
+	// goroutines it yields its P to. A spinning worker's CPU time is
+	// its whole life; this is the part that did something.
+	WorkerBusy time.Duration
 	// XSK holds the AF_XDP socket's counters (zero over a memory wire).
 	XSK xsk.Stats
 	// FaultsRX and FaultsTX count the faults injected (Config.Faults).
@@ -167,6 +175,7 @@ func (s *Stack) Stats() Stats {
 			RxPackets: c.RxPackets, TxPackets: c.TxPackets, TxFrames: c.TxFrames,
 			TxNoFrame: c.TxNoFrame, TxOversize: c.TxOversize, RxRunt: c.RxRunt,
 			RxBadChecksum: c.RxBadChecksum, RxInline: c.RxInline, RxPartialChecksum: c.RxPartialChecksum, RxCoalesced: c.RxCoalesced,
+			WorkerBusy: c.WorkerBusy,
 		}
 		for j := range fast {
 			fast[j] += c.Fast[j]

@@ -169,3 +169,35 @@ func TestMemDeadlineSetWhileWaiting(t *testing.T) {
 		t.Fatalf("remote address %#v", c.RemoteAddr())
 	}
 }
+
+// TestMemWorkerBusy: a spinning worker's busy time (QueueStats.WorkerBusy)
+// grows with the work it does and not with the empty polls between.
+func TestMemWorkerBusy(t *testing.T) {
+	mp := newMemPair(t, Spin)
+	c, srv := dialPair(t, mp, 20)
+	busy := func() (d time.Duration) {
+		for _, q := range mp.b.Stats().Queues {
+			d += q.WorkerBusy
+		}
+		return d
+	}
+	before, t0 := busy(), time.Now()
+	time.Sleep(200 * time.Millisecond) // the worker spins on an empty ring
+	if idle, el := busy()-before, time.Since(t0); idle > el/2 {
+		t.Errorf("an idle worker counted %v busy in %v", idle, el)
+	}
+	before = busy()
+	go io.Copy(srv, srv)
+	buf := make([]byte, 64)
+	for range 1000 {
+		if _, err := c.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := busy() - before; d <= 0 {
+		t.Errorf("1,000 echoed requests counted %v of the server's worker busy", d)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -224,4 +225,63 @@ func Exclusive() (release func(), err error) {
 		return nil, fmt.Errorf("timing lock: %w", err)
 	}
 	return func() { f.Close() }, nil
+}
+
+// CPUBusySeconds returns the time the CPUs in list (a Cpus_allowed_list:
+// "1", "0-1", "0,2-3") spent on anything but idle since boot, from
+// /proc/stat: user, nice, system, irq, softirq and steal time, whoever
+// ran there (the softirq work the network does included). NaN if list
+// or /proc/stat cannot be read.
+func CPUBusySeconds(list string) float64 {
+	cpus, ok := parseCPUList(list)
+	if !ok {
+		return math.NaN()
+	}
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return math.NaN()
+	}
+	total, found := 0.0, 0
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 9 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		n, err := strconv.Atoi(f[0][3:])
+		if err != nil || !cpus[n] {
+			continue
+		}
+		found++
+		// user nice system idle iowait irq softirq steal
+		for _, i := range []int{1, 2, 3, 6, 7, 8} {
+			v, _ := strconv.ParseFloat(f[i], 64)
+			total += v
+		}
+	}
+	if found != len(cpus) {
+		return math.NaN()
+	}
+	return total / 100 // USER_HZ
+}
+
+// parseCPUList parses a CPU list as /proc prints it.
+func parseCPUList(list string) (map[int]bool, bool) {
+	cpus := map[int]bool{}
+	for _, part := range strings.Split(strings.TrimSpace(list), ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, false
+		}
+		z := a
+		if isRange {
+			if z, err = strconv.Atoi(hi); err != nil || z < a {
+				return nil, false
+			}
+		}
+		for c := a; c <= z; c++ {
+			cpus[c] = true
+		}
+	}
+	return cpus, len(cpus) > 0
 }

@@ -56,6 +56,8 @@ type queue struct {
 	// rxYields counts the worker's yields of its P after an RX batch
 	// (tests).
 	rxYields atomic.Uint64
+	// busy is the worker's time at work, in nanoseconds (busyClock).
+	busy atomic.Int64
 	// rxFast counts the TCP fast path's verdicts on the segments early
 	// demux offered it (tcp.FastHit, then the misses by reason).
 	rxFast [tcp.NumFastMiss]atomic.Uint64
@@ -319,6 +321,12 @@ type Counters struct {
 	RxBadChecksum, RxPartialChecksum, RxInline, RxCoalesced       uint64
 	// RxYields counts the worker's yields of its P after an RX batch.
 	RxYields uint64
+	// WorkerBusy is the time the queue's worker spent at work: RX
+	// batches and the TCP processing, deferred work and worker-read
+	// connections they ran, kicks of the TX ring, and connections made
+	// ready off the worker. Not counted: polling an empty ring, sleeping,
+	// and the goroutines it yields its P to.
+	WorkerBusy time.Duration
 	// Fast counts the TCP fast path's verdicts on the segments early
 	// demux offered it (tcp.FastHit, then the misses by reason).
 	Fast [tcp.NumFastMiss]uint64
@@ -337,6 +345,7 @@ func (e *Endpoint) Counters(i int) Counters {
 	c.RxPackets, c.TxPackets, c.TxNoFrame, c.TxOversize, c.RxRunt = q.rxPackets.Load(), q.txPackets.Load(), q.txNoFrame.Load(), q.txOversize.Load(), q.rxRunt.Load()
 	c.RxBadChecksum, c.RxPartialChecksum, c.RxInline, c.RxCoalesced = q.rxBadChecksum.Load(), q.rxPartialChecksum.Load(), q.rxInline.Load(), q.rxCoalesced.Load()
 	c.RxYields = q.rxYields.Load()
+	c.WorkerBusy = time.Duration(q.busy.Load())
 	for j := range c.Fast {
 		c.Fast[j] = q.rxFast[j].Load()
 	}

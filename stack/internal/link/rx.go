@@ -72,13 +72,25 @@ func (e *Endpoint) worker(i int, q *queue) {
 	q.startWorker(e.poll != Blocking)
 	defer q.stopSpinning()
 	for !e.stop.Load() {
-		q.flushTx()
+		// start is when this loop's work began (busyClock), zero while
+		// it has found none: an empty poll reads no clock.
+		var start time.Duration
+		if q.io.TxQueued() != 0 {
+			start = busyClock()
+			q.kick()
+		}
 		if e.ready.n.Load() > 0 {
 			// Connections a timer or an application's call made readable.
+			if start == 0 {
+				start = busyClock()
+			}
 			e.ready.drain()
 		}
 		n := q.io.Receive(q.rxDescs[:])
 		if n > 0 {
+			if start == 0 {
+				start = busyClock()
+			}
 			if t := e.trace; t != nil {
 				t.Rx()
 			}
@@ -118,7 +130,9 @@ func (e *Endpoint) worker(i int, q *queue) {
 				}
 				yielded = true
 				q.rxYields.Add(1)
+				q.addBusy(start)
 				runtime.Gosched()
+				start = busyClock()
 				q.flushTx()
 			}
 			q.deferred.late = false
@@ -141,9 +155,11 @@ func (e *Endpoint) worker(i int, q *queue) {
 				// goroutines get their turn within maxBehindSkips
 				// loops, the woke flag kept for it.
 				behind++
+				q.addBusy(start)
 				continue
 			}
 			behind = 0
+			q.addBusy(start)
 			if q.takeWoke() {
 				// The TCP processing in runDeferred readied the
 				// application goroutines it had data for, most likely
@@ -154,6 +170,9 @@ func (e *Endpoint) worker(i int, q *queue) {
 				runtime.Gosched()
 			}
 			continue
+		}
+		if start != 0 {
+			q.addBusy(start)
 		}
 		behind = 0
 		if idle == 0 {
@@ -186,6 +205,19 @@ func (e *Endpoint) worker(i int, q *queue) {
 			q.wait(&e.ready)
 		}
 	}
+}
+
+// busyEpoch is busyClock's origin.
+var busyEpoch = time.Now()
+
+// busyClock is the worker's clock for its busy time: the time since
+// busyEpoch, which reads only the monotonic clock (time.Since), half of
+// what time.Now costs. Never zero once a worker runs.
+func busyClock() time.Duration { return time.Since(busyEpoch) }
+
+// addBusy counts the worker's time at work since start.
+func (q *queue) addBusy(start time.Duration) {
+	q.busy.Add(int64(busyClock() - start))
 }
 
 // deliverBatch hands a batch of received frames to netstack, copying each once
