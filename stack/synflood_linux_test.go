@@ -186,14 +186,17 @@ func TestPrivilegedSYNFlood(t *testing.T) {
 			cpu, st := processCPU(t)-cpu0, s.Stats()
 			results["ustack-"+mode] = r
 			var fillEmpty uint64
+			var busy time.Duration
 			for i, q := range st.Queues {
 				fillEmpty += q.XSK.FillRingEmpty - before.Queues[i].XSK.FillRingEmpty
+				busy += q.WorkerBusy - before.Queues[i].WorkerBusy
 			}
 			segs := st.TCPSegmentsReceived - before.TCPSegmentsReceived
 			syns := st.TCPSynCookiesSent + st.TCPSynMissCookie - before.TCPSynCookiesSent - before.TCPSynMissCookie
-			t.Logf("legitimate connections: %v; over %v ustack received %d TCP segments (%d SYNs to the listener, %d answered by the worker) and the kernel dropped %d frames at the fill ring; process CPU %v (%.0f%% of one CPU), %.2f µs per segment received",
+			t.Logf("legitimate connections: %v; over %v ustack received %d TCP segments (%d SYNs to the listener, %d answered by the worker) and the kernel dropped %d frames at the fill ring; process CPU %v (%.0f%% of one CPU), %.2f µs per segment received; the worker busy %v (%.0f%%), %.2f µs per segment",
 				r, r.wall.Round(time.Millisecond), segs, syns, st.TCPSynsOnWorker-before.TCPSynsOnWorker, fillEmpty, cpu.Round(time.Millisecond),
-				100*cpu.Seconds()/r.wall.Seconds(), float64(cpu.Microseconds())/float64(max(segs, 1)))
+				100*cpu.Seconds()/r.wall.Seconds(), float64(cpu.Microseconds())/float64(max(segs, 1)),
+				busy.Round(time.Millisecond), 100*busy.Seconds()/r.wall.Seconds(), float64(busy.Nanoseconds())/1e3/float64(max(segs, 1)))
 			t.Log(st.Summary())
 			for _, err := range r.failed {
 				t.Errorf("legitimate connection during the flood: %v", err)
