@@ -346,6 +346,13 @@ func BenchmarkMemConnectSynCookies(b *testing.B) {
 			msg := make([]byte, 100)
 			buf := make([]byte, 100)
 			b.ReportAllocs()
+			busy := func() (d time.Duration) {
+				for _, q := range mp.b.Stats().Queues {
+					d += q.WorkerBusy
+				}
+				return d
+			}
+			busy0 := busy()
 			b.ResetTimer()
 			for range b.N {
 				c, err := mp.a.Dial("tcp4", addr)
@@ -364,6 +371,9 @@ func BenchmarkMemConnectSynCookies(b *testing.B) {
 				b.Fatalf("%d connections, %d from cookies", b.N, st.TCPSynCookiesValidated)
 			}
 			b.ReportMetric(float64(st.TCPSynCookiesValidated)/float64(b.N), "cookies/op")
+			// The server's worker's time per connection (its busy time:
+			// the listener, the echo server's goroutine apart).
+			b.ReportMetric(float64((busy()-busy0).Nanoseconds())/1e3/float64(b.N), "server-worker-µs/op")
 		})
 	}
 }
