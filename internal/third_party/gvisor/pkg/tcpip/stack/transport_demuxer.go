@@ -143,15 +143,54 @@ type endpointsByNIC struct {
 
 	mu endpointsByNICRWMutex `state:"nosave"`
 	// +checklocks:mu
-	endpoints map[tcpip.NICID]*multiPortEndpoint
+	endpoints nicEndpoints
+}
+
+// nicEndpoints maps a NIC (0: any) to its multiPortEndpoint.
+//
+// ustack: a slice searched in order, not a map: a connected endpoint has
+// one entry, and a map of one entry is a header and a group of eight
+// slots (about 190 bytes a connection, held as long as it lives), a
+// slice of one 16 bytes.
+type nicEndpoints []nicEndpoint
+
+type nicEndpoint struct {
+	nic tcpip.NICID
+	ep  *multiPortEndpoint
+}
+
+func (n nicEndpoints) get(nic tcpip.NICID) (*multiPortEndpoint, bool) {
+	for i := range n {
+		if n[i].nic == nic {
+			return n[i].ep, true
+		}
+	}
+	return nil, false
+}
+
+// set adds nic's entry, which must not be there yet.
+func (n *nicEndpoints) set(nic tcpip.NICID, ep *multiPortEndpoint) {
+	*n = append(*n, nicEndpoint{nic: nic, ep: ep})
+}
+
+func (n *nicEndpoints) remove(nic tcpip.NICID) {
+	for i := range *n {
+		if (*n)[i].nic == nic {
+			last := len(*n) - 1
+			(*n)[i] = (*n)[last]
+			(*n)[last] = nicEndpoint{}
+			*n = (*n)[:last]
+			return
+		}
+	}
 }
 
 func (epsByNIC *endpointsByNIC) transportEndpoints() []TransportEndpoint {
 	epsByNIC.mu.RLock()
 	defer epsByNIC.mu.RUnlock()
 	var eps []TransportEndpoint
-	for _, ep := range epsByNIC.endpoints {
-		eps = append(eps, ep.transportEndpoints()...)
+	for _, ne := range epsByNIC.endpoints {
+		eps = append(eps, ne.ep.transportEndpoints()...)
 	}
 	return eps
 }
@@ -162,9 +201,9 @@ func (epsByNIC *endpointsByNIC) transportEndpoints() []TransportEndpoint {
 func (epsByNIC *endpointsByNIC) handlePacket(id TransportEndpointID, pkt *PacketBuffer) bool {
 	epsByNIC.mu.RLock()
 
-	mpep, ok := epsByNIC.endpoints[pkt.NICID]
+	mpep, ok := epsByNIC.endpoints.get(pkt.NICID)
 	if !ok {
-		if mpep, ok = epsByNIC.endpoints[0]; !ok {
+		if mpep, ok = epsByNIC.endpoints.get(0); !ok {
 			epsByNIC.mu.RUnlock() // Don't use defer for performance reasons.
 			return false
 		}
@@ -194,9 +233,9 @@ func (epsByNIC *endpointsByNIC) handlePacket(id TransportEndpointID, pkt *Packet
 func (epsByNIC *endpointsByNIC) handleError(n *nic, id TransportEndpointID, transErr TransportError, pkt *PacketBuffer) {
 	epsByNIC.mu.RLock()
 
-	mpep, ok := epsByNIC.endpoints[n.ID()]
+	mpep, ok := epsByNIC.endpoints.get(n.ID())
 	if !ok {
-		mpep, ok = epsByNIC.endpoints[0]
+		mpep, ok = epsByNIC.endpoints.get(0)
 	}
 	if !ok {
 		epsByNIC.mu.RUnlock()
@@ -219,7 +258,7 @@ func (epsByNIC *endpointsByNIC) registerEndpoint(d *transportDemuxer, netProto t
 	epsByNIC.mu.Lock()
 	defer epsByNIC.mu.Unlock()
 
-	multiPortEp, ok := epsByNIC.endpoints[bindToDevice]
+	multiPortEp, ok := epsByNIC.endpoints.get(bindToDevice)
 	if !ok {
 		multiPortEp = &multiPortEndpoint{
 			demux:      d,
@@ -234,7 +273,7 @@ func (epsByNIC *endpointsByNIC) registerEndpoint(d *transportDemuxer, netProto t
 	// Only add this newly created multiportEndpoint if the singleRegisterEndpoint
 	// succeeded.
 	if !ok {
-		epsByNIC.endpoints[bindToDevice] = multiPortEp
+		epsByNIC.endpoints.set(bindToDevice, multiPortEp)
 	}
 	return nil
 }
@@ -243,7 +282,7 @@ func (epsByNIC *endpointsByNIC) checkEndpoint(flags ports.Flags, bindToDevice tc
 	epsByNIC.mu.RLock()
 	defer epsByNIC.mu.RUnlock()
 
-	multiPortEp, ok := epsByNIC.endpoints[bindToDevice]
+	multiPortEp, ok := epsByNIC.endpoints.get(bindToDevice)
 	if !ok {
 		return nil
 	}
@@ -255,12 +294,12 @@ func (epsByNIC *endpointsByNIC) checkEndpoint(flags ports.Flags, bindToDevice tc
 func (epsByNIC *endpointsByNIC) unregisterEndpoint(bindToDevice tcpip.NICID, t TransportEndpoint, flags ports.Flags) bool {
 	epsByNIC.mu.Lock()
 	defer epsByNIC.mu.Unlock()
-	multiPortEp, ok := epsByNIC.endpoints[bindToDevice]
+	multiPortEp, ok := epsByNIC.endpoints.get(bindToDevice)
 	if !ok {
 		return false
 	}
 	if multiPortEp.unregisterEndpoint(t, flags) {
-		delete(epsByNIC.endpoints, bindToDevice)
+		epsByNIC.endpoints.remove(bindToDevice)
 	}
 	return len(epsByNIC.endpoints) == 0
 }
@@ -498,8 +537,7 @@ func (d *transportDemuxer) singleRegisterEndpoint(netProto tcpip.NetworkProtocol
 	epsByNIC, ok := eps.endpoints[id]
 	if !ok {
 		epsByNIC = &endpointsByNIC{
-			endpoints: make(map[tcpip.NICID]*multiPortEndpoint),
-			seed:      d.stack.seed,
+			seed: d.stack.seed,
 		}
 	}
 	if err := epsByNIC.registerEndpoint(d, netProto, protocol, ep, flags, bindToDevice); err != nil {
@@ -673,9 +711,9 @@ func (d *transportDemuxer) findTransportEndpoint(netProto tcpip.NetworkProtocolN
 	epsByNIC.mu.RLock()
 	eps.mu.RUnlock()
 
-	mpep, ok := epsByNIC.endpoints[nicID]
+	mpep, ok := epsByNIC.endpoints.get(nicID)
 	if !ok {
-		if mpep, ok = epsByNIC.endpoints[0]; !ok {
+		if mpep, ok = epsByNIC.endpoints.get(0); !ok {
 			epsByNIC.mu.RUnlock() // Don't use defer for performance reasons.
 			return nil
 		}
