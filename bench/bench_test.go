@@ -546,6 +546,17 @@ func TestReportConnsCPU(t *testing.T) {
 	if got := r.serverCPUPerConn("ustack"); !math.IsNaN(got) {
 		t.Errorf("a contender not measured: %v, want NaN", got)
 	}
+	// Busy time summed over two client CPUs, or two workers, is a share
+	// of their time: each was half as busy.
+	two := conns("ustack", 20000, 0.475, 0.5, 0.15)
+	two.ClientCPUCount, two.Workers = 2, 2
+	r2 := &report{Medians: []result{two}}
+	if got, want := r2.connsCPUShare("ustack", true), 0.475; math.Abs(got-want) > 1e-9 {
+		t.Errorf("client CPUs busy 0.475 s of 0.5 s over 2 CPUs: share %v, want %v", got, want)
+	}
+	if got, want := r2.connsCPUShare("ustack", false), 0.15; math.Abs(got-want) > 1e-9 {
+		t.Errorf("workers busy 0.15 s of 0.5 s over 2 workers: share %v, want %v", got, want)
+	}
 	var out strings.Builder
 	r.printConns(&out)
 	want := "ustack-handler 95% 100% 30% 50.0 15.0 0.25x"

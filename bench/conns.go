@@ -139,11 +139,12 @@ func (r *report) printConns(w io.Writer) {
 		if x == nil || x.Error != "" || x.Seconds <= 0 || x.Count <= 0 {
 			continue
 		}
-		pct := func(v float64) string {
+		// Busy time over the window and the CPUs or workers it sums.
+		pct := func(v float64, n int) string {
 			if v <= 0 || math.IsNaN(v) {
 				return "-"
 			}
-			return fmt.Sprintf("%.0f%%", 100*v/x.Seconds)
+			return fmt.Sprintf("%.0f%%", 100*v/x.Seconds/float64(max(n, 1)))
 		}
 		us := func(v float64) string {
 			if v <= 0 || math.IsNaN(v) {
@@ -151,7 +152,7 @@ func (r *report) printConns(w io.Writer) {
 			}
 			return fmt.Sprintf("%.1f", v/float64(x.Count)*1e6)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n, pct(x.ClientCPUsBusy), pct(x.ServerCPUsBusy), pct(x.WorkerBusy),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n, pct(x.ClientCPUsBusy, x.ClientCPUCount), pct(x.ServerCPUsBusy, x.ServerCPUCount), pct(x.WorkerBusy, x.Workers),
 			us(x.ServerCPUsBusy), us(x.WorkerBusy), ratio(r.serverCPUPerConn(n), kcpu))
 	}
 	tw.Flush()
@@ -179,18 +180,18 @@ func (r *report) serverCPUPerConn(c string) float64 {
 
 // connsCPUShare is the share of the conns workload's connect window that
 // contender c's client CPUs (client) or its ustack server's workers spent
-// busy, NaN if not measured.
+// busy, on average over them, NaN if not measured.
 func (r *report) connsCPUShare(c string, client bool) float64 {
 	x := r.find(c, "conns", 0)
 	if x == nil || x.Error != "" || x.Seconds <= 0 {
 		return math.NaN()
 	}
-	v := x.WorkerBusy
+	v, n := x.WorkerBusy, x.Workers
 	if client {
-		v = x.ClientCPUsBusy
+		v, n = x.ClientCPUsBusy, x.ClientCPUCount
 	}
 	if v <= 0 || math.IsNaN(v) {
 		return math.NaN()
 	}
-	return v / x.Seconds
+	return v / x.Seconds / float64(max(n, 1))
 }

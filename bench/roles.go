@@ -101,8 +101,8 @@ func serveMain(args []string) error {
 	// floor's sink counters, "trace" prints the breakdown as a TRACE
 	// line of JSON ("TRACE null" for other servers), "sink" the floor's
 	// sink counters as a SINK line, "busy" the ustack server's workers'
-	// busy time (stack.QueueStats.WorkerBusy) in seconds as a BUSY line
-	// (-1 for other servers).
+	// busy time (stack.QueueStats.WorkerBusy) in seconds and their
+	// number as a BUSY line ("BUSY -1 0" for other servers).
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		switch in.Text() {
@@ -121,15 +121,16 @@ func serveMain(args []string) error {
 			b, _ := json.Marshal(r)
 			fmt.Printf("SINK %s\n", b)
 		case "busy":
-			busy := -1.0
+			busy, workers := -1.0, 0
 			if servedStack != nil {
 				var d time.Duration
-				for _, q := range servedStack.Stats().Queues {
+				qs := servedStack.Stats().Queues
+				for _, q := range qs {
 					d += q.WorkerBusy
 				}
-				busy = d.Seconds()
+				busy, workers = d.Seconds(), len(qs)
 			}
-			fmt.Printf("BUSY %g\n", busy)
+			fmt.Printf("BUSY %g %d\n", busy, workers)
 		case "trace":
 			var t *stack.TraceStats
 			if servedStack != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -225,6 +226,11 @@ type result struct {
 	ServerCPUsBusy float64 `json:"server_cpus_busy_s,omitempty"`
 	ClientCPUsBusy float64 `json:"client_cpus_busy_s,omitempty"`
 	WorkerBusy     float64 `json:"worker_busy_s,omitempty"`
+	// How many CPUs and workers those sums are over (the shares divide
+	// by them); zero reads as one.
+	ServerCPUCount int     `json:"server_cpu_count,omitempty"`
+	ClientCPUCount int     `json:"client_cpu_count,omitempty"`
+	Workers        int     `json:"workers,omitempty"`
 	ClientCPUPerM  float64 `json:"client_cpu_s_per_mreq,omitempty"`
 	// ServerXDP and ClientXDP are the modes the server's and a ustack
 	// client's XDP programs attached in, as they reported them.
@@ -565,10 +571,16 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			m.SlabPerConn = (child.SlabBytes() - slab0) / float64(o.held)
 			m.ServerCPU = child.CPUSeconds(sp) - s0
 			m.ClientCPU = child.CPUSeconds(cp) - c0
-			m.ServerCPUsBusy = child.CPUBusySeconds(m.ServerCPUs) - sb0
-			m.ClientCPUsBusy = child.CPUBusySeconds(m.ClientCPUs) - cb0
-			if wb := serverBusy(srv); wb >= 0 && wb0 >= 0 {
-				m.WorkerBusy = wb - wb0
+			// A reading that failed (NaN: a CPU list /proc/stat does
+			// not hold) leaves the figure out; JSON has no NaN.
+			if v := child.CPUBusySeconds(m.ServerCPUs) - sb0; !math.IsNaN(v) {
+				m.ServerCPUsBusy, m.ServerCPUCount = v, child.CountCPUs(m.ServerCPUs)
+			}
+			if v := child.CPUBusySeconds(m.ClientCPUs) - cb0; !math.IsNaN(v) {
+				m.ClientCPUsBusy, m.ClientCPUCount = v, child.CountCPUs(m.ClientCPUs)
+			}
+			if wb, n := serverBusy(srv); wb >= 0 && wb0 >= 0 {
+				m.WorkerBusy, m.Workers = wb-wb0, n
 			}
 			cl.Send("release")
 		case line == "START":
@@ -577,7 +589,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			srv.Send("reset")
 			if m.Workload == "conns" {
 				sb0, cb0 = child.CPUBusySeconds(m.ServerCPUs), child.CPUBusySeconds(m.ClientCPUs)
-				wb0 = serverBusy(srv)
+				wb0, _ = serverBusy(srv)
 			}
 		case line == "END":
 			m.ServerCPU = child.CPUSeconds(sp) - s0
@@ -620,25 +632,23 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 	}
 }
 
-// serverBusy asks a server child for its workers' busy seconds: -1 for
-// a server other than ustack's, or if it does not answer.
-func serverBusy(srv *server) float64 {
+// serverBusy asks a server child for its workers' busy seconds and
+// their number: -1 for a server other than ustack's, or an answer it
+// cannot read (ReadLine stops a child that does not answer in time).
+func serverBusy(srv *server) (float64, int) {
 	if err := srv.Send("busy"); err != nil {
-		return -1
+		return -1, 0
 	}
 	line, err := srv.ReadLine(5 * time.Second)
 	if err != nil {
-		return -1
+		return -1, 0
 	}
-	rest, ok := strings.CutPrefix(line, "BUSY ")
-	if !ok {
-		return -1
+	var v float64
+	var n int
+	if _, err := fmt.Sscanf(line, "BUSY %g %d", &v, &n); err != nil {
+		return -1, 0
 	}
-	v, err := strconv.ParseFloat(rest, 64)
-	if err != nil {
-		return -1
-	}
-	return v
+	return v, n
 }
 
 // serverSink asks a floor server what its sink received since the reset

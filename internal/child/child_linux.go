@@ -264,6 +264,13 @@ func CPUBusySeconds(list string) float64 {
 	return total / 100 // USER_HZ
 }
 
+// CountCPUs is how many CPUs list (a Cpus_allowed_list) names; 0 if it
+// cannot be parsed.
+func CountCPUs(list string) int {
+	cpus, _ := parseCPUList(list)
+	return len(cpus)
+}
+
 // parseCPUList parses a CPU list as /proc prints it.
 func parseCPUList(list string) (map[int]bool, bool) {
 	cpus := map[int]bool{}

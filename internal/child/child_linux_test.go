@@ -21,6 +21,9 @@ func TestParseCPUList(t *testing.T) {
 		if !ok || !reflect.DeepEqual(got, want) {
 			t.Errorf("parseCPUList(%q) = %v, %v; want %v", c.in, got, ok, want)
 		}
+		if n := CountCPUs(c.in); n != len(c.want) {
+			t.Errorf("CountCPUs(%q) = %d, want %d", c.in, n, len(c.want))
+		}
 	}
 	for _, bad := range []string{"", "x", "3-1", "1-", "-1"} {
 		if _, ok := parseCPUList(bad); ok {
