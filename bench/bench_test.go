@@ -534,9 +534,11 @@ func TestReportConnsCPU(t *testing.T) {
 	// kernel: 1 s for 10,000 connections, the server's CPU 0.6 s busy
 	// (60 µs each); ustack-handler: 0.5 s, client 0.475 s busy, the
 	// worker 0.15 s (15 µs each, 30% of the window).
-	r := &report{Medians: []result{
-		conns("kernel", 10000, 0.9, 0.6, 0), conns("ustack-handler", 20000, 0.475, 0.5, 0.15),
-	}}
+	// Its kicks took 0.05 s of the worker's 0.15: 10 µs a connection
+	// less kicks.
+	uh := conns("ustack-handler", 20000, 0.475, 0.5, 0.15)
+	uh.KickTime = 0.05
+	r := &report{Medians: []result{conns("kernel", 10000, 0.9, 0.6, 0), uh}}
 	if got, want := r.serverCPUPerConn("kernel"), 60e-6; math.Abs(got-want) > 1e-12 {
 		t.Errorf("kernel: %v s per connection, want %v", got, want)
 	}
@@ -559,7 +561,7 @@ func TestReportConnsCPU(t *testing.T) {
 	}
 	var out strings.Builder
 	r.printConns(&out)
-	want := "ustack-handler 95% 100% 30% 50.0 15.0 0.25x"
+	want := "ustack-handler 95% 100% 30% 50.0 15.0 0.25x 5.0 10.0 0.17x"
 	found := false
 	for _, l := range strings.Split(out.String(), "\n") {
 		found = found || strings.Join(strings.Fields(l), " ") == want
@@ -573,6 +575,7 @@ func TestReportConnsCPU(t *testing.T) {
 		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack-handler conns: client CPUs busy ≥ 90%", 0.95, "met"),
 		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack-handler conns: worker busy ≤ 2/3", 0.3, "met"),
 		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack-handler worker CPU/connection ≤ 0.5× kernel server's", 0.25, "met"),
+		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack-handler worker CPU/conn, kicks apart, ≤ 0.5× kernel's", 10.0/60, "met"),
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("targets lack %q:\n%s", want, out.String())

@@ -130,9 +130,9 @@ func (r *report) printConns(w io.Writer) {
 	}
 	tw.Flush()
 
-	fmt.Fprintf(w, "\nCPU while the connections open (START to HELD): the client's and the server's CPUs busy (/proc/stat, the kernel's softirq work included), a ustack server's workers busy (stack.QueueStats.WorkerBusy: a spinning worker's CPU is busy all along), and per connection the server CPUs' time and the workers'\n")
+	fmt.Fprintf(w, "\nCPU while the connections open (START to HELD): the client's and the server's CPUs busy (/proc/stat, the kernel's softirq work included), a ustack server's workers busy (stack.QueueStats.WorkerBusy: a spinning worker's CPU is busy all along), and per connection the server CPUs' time, the workers', its kicks' (KickTime: on veth a copy-mode kick runs the client's receive path) and the workers' less the kicks\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "contender\tclient CPUs busy\tserver CPUs busy\tworkers busy\tserver CPUs µs/conn\tworkers µs/conn\t×k\t")
+	fmt.Fprintln(tw, "contender\tclient CPUs busy\tserver CPUs busy\tworkers busy\tserver CPUs µs/conn\tworkers µs/conn\t×k\tkicks µs/conn\tworkers less kicks\t×k\t")
 	kcpu := r.serverCPUPerConn("kernel")
 	for _, n := range r.contenders() {
 		x := r.find(n, "conns", 0)
@@ -152,8 +152,9 @@ func (r *report) printConns(w io.Writer) {
 			}
 			return fmt.Sprintf("%.1f", v/float64(x.Count)*1e6)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n, pct(x.ClientCPUsBusy, x.ClientCPUCount), pct(x.ServerCPUsBusy, x.ServerCPUCount), pct(x.WorkerBusy, x.Workers),
-			us(x.ServerCPUsBusy), us(x.WorkerBusy), ratio(r.serverCPUPerConn(n), kcpu))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n, pct(x.ClientCPUsBusy, x.ClientCPUCount), pct(x.ServerCPUsBusy, x.ServerCPUCount), pct(x.WorkerBusy, x.Workers),
+			us(x.ServerCPUsBusy), us(x.WorkerBusy), ratio(r.serverCPUPerConn(n), kcpu),
+			us(x.KickTime), us(x.WorkerBusy-x.KickTime), ratio(r.workerCPUPerConnLessKicks(n), kcpu))
 	}
 	tw.Flush()
 }
@@ -176,6 +177,20 @@ func (r *report) serverCPUPerConn(c string) float64 {
 		return math.NaN()
 	}
 	return v / float64(x.Count)
+}
+
+// workerCPUPerConnLessKicks is a ustack server's workers' busy seconds
+// per connection in the conns workload less what its kicks took (all of
+// a handler server's kicks are its worker's; a net.Conn server's
+// goroutines make some): on veth a copy-mode kick runs the client's
+// receive path, work a zero-copy NIC would not put on the server's CPU.
+// NaN if not measured.
+func (r *report) workerCPUPerConnLessKicks(c string) float64 {
+	x := r.find(c, "conns", 0)
+	if x == nil || x.Error != "" || x.Count <= 0 || x.WorkerBusy <= 0 || x.KickTime <= 0 {
+		return math.NaN()
+	}
+	return (x.WorkerBusy - x.KickTime) / float64(x.Count)
 }
 
 // connsCPUShare is the share of the conns workload's connect window that

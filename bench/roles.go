@@ -101,8 +101,9 @@ func serveMain(args []string) error {
 	// floor's sink counters, "trace" prints the breakdown as a TRACE
 	// line of JSON ("TRACE null" for other servers), "sink" the floor's
 	// sink counters as a SINK line, "busy" the ustack server's workers'
-	// busy time (stack.QueueStats.WorkerBusy) in seconds and their
-	// number as a BUSY line ("BUSY -1 0" for other servers).
+	// busy time (stack.QueueStats.WorkerBusy) in seconds, their number
+	// and their kicks' time (KickTime) as a BUSY line ("BUSY -1 0 0" for
+	// other servers).
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		switch in.Text() {
@@ -121,16 +122,17 @@ func serveMain(args []string) error {
 			b, _ := json.Marshal(r)
 			fmt.Printf("SINK %s\n", b)
 		case "busy":
-			busy, workers := -1.0, 0
+			busy, workers, kicks := -1.0, 0, 0.0
 			if servedStack != nil {
-				var d time.Duration
+				var d, k time.Duration
 				qs := servedStack.Stats().Queues
 				for _, q := range qs {
 					d += q.WorkerBusy
+					k += q.KickTime
 				}
-				busy, workers = d.Seconds(), len(qs)
+				busy, workers, kicks = d.Seconds(), len(qs), k.Seconds()
 			}
-			fmt.Printf("BUSY %g %d\n", busy, workers)
+			fmt.Printf("BUSY %g %d %g\n", busy, workers, kicks)
 		case "trace":
 			var t *stack.TraceStats
 			if servedStack != nil {

@@ -226,6 +226,10 @@ type result struct {
 	ServerCPUsBusy float64 `json:"server_cpus_busy_s,omitempty"`
 	ClientCPUsBusy float64 `json:"client_cpus_busy_s,omitempty"`
 	WorkerBusy     float64 `json:"worker_busy_s,omitempty"`
+	// KickTime is the part of it and of the goroutines' time that the
+	// server's kicks took (stack.QueueStats.KickTime): on veth a
+	// copy-mode kick runs the client's receive path inside the call.
+	KickTime float64 `json:"kick_s,omitempty"`
 	// How many CPUs and workers those sums are over (the shares divide
 	// by them); zero reads as one.
 	ServerCPUCount int     `json:"server_cpu_count,omitempty"`
@@ -553,7 +557,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 		return m
 	}
 	limit := o.duration + 60*time.Second
-	var s0, c0, rss0, slab0, sb0, cb0, wb0 float64
+	var s0, c0, rss0, slab0, sb0, cb0, wb0, k0 float64
 	sp, cp := srv.Pid(), cl.Pid()
 	for {
 		line, err := cl.ReadLine(limit)
@@ -579,8 +583,8 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			if v := child.CPUBusySeconds(m.ClientCPUs) - cb0; !math.IsNaN(v) {
 				m.ClientCPUsBusy, m.ClientCPUCount = v, child.CountCPUs(m.ClientCPUs)
 			}
-			if wb, n := serverBusy(srv); wb >= 0 && wb0 >= 0 {
-				m.WorkerBusy, m.Workers = wb-wb0, n
+			if wb, n, k := serverBusy(srv); wb >= 0 && wb0 >= 0 {
+				m.WorkerBusy, m.Workers, m.KickTime = wb-wb0, n, k-k0
 			}
 			cl.Send("release")
 		case line == "START":
@@ -589,7 +593,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			srv.Send("reset")
 			if m.Workload == "conns" {
 				sb0, cb0 = child.CPUBusySeconds(m.ServerCPUs), child.CPUBusySeconds(m.ClientCPUs)
-				wb0, _ = serverBusy(srv)
+				wb0, _, k0 = serverBusy(srv)
 			}
 		case line == "END":
 			m.ServerCPU = child.CPUSeconds(sp) - s0
@@ -632,23 +636,22 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 	}
 }
 
-// serverBusy asks a server child for its workers' busy seconds and
-// their number: -1 for a server other than ustack's, or an answer it
-// cannot read (ReadLine stops a child that does not answer in time).
-func serverBusy(srv *server) (float64, int) {
+// serverBusy asks a server child for its workers' busy seconds, their
+// number and its kicks' seconds: -1 for a server other than ustack's, or
+// an answer it cannot read (ReadLine stops a child that does not answer
+// in time).
+func serverBusy(srv *server) (busy float64, workers int, kicks float64) {
 	if err := srv.Send("busy"); err != nil {
-		return -1, 0
+		return -1, 0, 0
 	}
 	line, err := srv.ReadLine(5 * time.Second)
 	if err != nil {
-		return -1, 0
+		return -1, 0, 0
 	}
-	var v float64
-	var n int
-	if _, err := fmt.Sscanf(line, "BUSY %g %d", &v, &n); err != nil {
-		return -1, 0
+	if _, err := fmt.Sscanf(line, "BUSY %g %d %g", &busy, &workers, &kicks); err != nil {
+		return -1, 0, 0
 	}
-	return v, n
+	return busy, workers, kicks
 }
 
 // serverSink asks a floor server what its sink received since the reset

@@ -98,6 +98,7 @@ var queueExports = map[string]export{
 	"RxPartialChecksum": own("queue_rx_partial_checksum_total", "TCP/UDP packets accepted with a partial checksum (CHECKSUM_PARTIAL) from a veth peer."),
 	"RxInline":          own("queue_rx_inline_total", "TCP endpoints whose segments the worker processed itself after an RX round, instead of waking a netstack goroutine."),
 	"RxCoalesced":       own("queue_rx_coalesced_total", "Received TCP segments GRO merged into the segment before them."),
+	"KickTime":          own("queue_kick_seconds_total", "Seconds the queue's kicks (sendto on the AF_XDP socket) took, whoever made them; on veth in copy mode a kick runs the peer's receive path."),
 	"WorkerBusy":        own("queue_worker_busy_seconds_total", "Seconds the queue's worker spent at work (RX batches and what they ran, kicks, connections made ready), not polling an empty ring, sleeping or yielding to goroutines."),
 
 	// The AF_XDP socket (zero over a memory wire): the kernel's

@@ -43,6 +43,12 @@ type QueueStats struct {
 	// goroutines it yields its P to. A spinning worker's CPU time is
 	// its whole life; this is the part that did something.
 	WorkerBusy time.Duration
+	// KickTime is the time the queue's kicks took (sendto on the AF_XDP
+	// socket), whoever made them; the worker's are part of WorkerBusy.
+	// In copy mode a kick copies the frames into the kernel's buffers,
+	// and on veth it runs the peer's receive path inside the call: work
+	// a zero-copy NIC would not put on this CPU.
+	KickTime time.Duration
 	// XSK holds the AF_XDP socket's counters (zero over a memory wire).
 	XSK xsk.Stats
 	// FaultsRX and FaultsTX count the faults injected (Config.Faults).
@@ -175,7 +181,7 @@ func (s *Stack) Stats() Stats {
 			RxPackets: c.RxPackets, TxPackets: c.TxPackets, TxFrames: c.TxFrames,
 			TxNoFrame: c.TxNoFrame, TxOversize: c.TxOversize, RxRunt: c.RxRunt,
 			RxBadChecksum: c.RxBadChecksum, RxInline: c.RxInline, RxPartialChecksum: c.RxPartialChecksum, RxCoalesced: c.RxCoalesced,
-			WorkerBusy: c.WorkerBusy,
+			WorkerBusy: c.WorkerBusy, KickTime: c.KickTime,
 		}
 		for j := range fast {
 			fast[j] += c.Fast[j]

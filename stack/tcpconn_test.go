@@ -200,4 +200,11 @@ func TestMemWorkerBusy(t *testing.T) {
 	if d := busy() - before; d <= 0 {
 		t.Errorf("1,000 echoed requests counted %v of the server's worker busy", d)
 	}
+	var kicks time.Duration
+	for _, q := range mp.b.Stats().Queues {
+		kicks += q.KickTime
+	}
+	if kicks <= 0 {
+		t.Errorf("1,000 replies sent, the server's kicks took %v", kicks)
+	}
 }

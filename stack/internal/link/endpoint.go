@@ -56,8 +56,9 @@ type queue struct {
 	// rxYields counts the worker's yields of its P after an RX batch
 	// (tests).
 	rxYields atomic.Uint64
-	// busy is the worker's time at work, in nanoseconds (busyClock).
-	busy atomic.Int64
+	// busy is the worker's time at work, in nanoseconds (busyClock);
+	// kickTime the time kicks took, whoever made them.
+	busy, kickTime atomic.Int64
 	// rxFast counts the TCP fast path's verdicts on the segments early
 	// demux offered it (tcp.FastHit, then the misses by reason).
 	rxFast [tcp.NumFastMiss]atomic.Uint64
@@ -327,6 +328,11 @@ type Counters struct {
 	// ready off the worker. Not counted: polling an empty ring, sleeping,
 	// and the goroutines it yields its P to.
 	WorkerBusy time.Duration
+	// KickTime is the time the queue's kicks took, whoever made them
+	// (the worker's are part of WorkerBusy): in copy mode a kick copies
+	// the frames into the kernel's buffers and, on veth, runs the peer's
+	// receive path inside the call.
+	KickTime time.Duration
 	// Fast counts the TCP fast path's verdicts on the segments early
 	// demux offered it (tcp.FastHit, then the misses by reason).
 	Fast [tcp.NumFastMiss]uint64
@@ -346,6 +352,7 @@ func (e *Endpoint) Counters(i int) Counters {
 	c.RxBadChecksum, c.RxPartialChecksum, c.RxInline, c.RxCoalesced = q.rxBadChecksum.Load(), q.rxPartialChecksum.Load(), q.rxInline.Load(), q.rxCoalesced.Load()
 	c.RxYields = q.rxYields.Load()
 	c.WorkerBusy = time.Duration(q.busy.Load())
+	c.KickTime = time.Duration(q.kickTime.Load())
 	for j := range c.Fast {
 		c.Fast[j] = q.rxFast[j].Load()
 	}

@@ -55,9 +55,12 @@ func (q *queue) flushTx() {
 	q.kick()
 }
 
-// kick asks the kernel to send what is on the TX ring.
+// kick asks the kernel to send what is on the TX ring, and counts the
+// time it took (Counters.KickTime).
 func (q *queue) kick() error {
+	start := busyClock()
 	err := q.io.Kick()
+	q.kickTime.Add(int64(busyClock() - start))
 	if t := q.trace; t != nil {
 		t.Kicked()
 	}
