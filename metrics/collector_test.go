@@ -151,7 +151,7 @@ func TestHandlerMovesWithTraffic(t *testing.T) {
 	if got, want := after[`ustack_faults_total{direction="rx",fault="drop",queue="0"}`], float64(st.Queues[0].FaultsRX.Dropped); got > want {
 		t.Errorf("scraped %v drops, stats now say %v", got, want)
 	}
-	if s := st.Summary(); !strings.Contains(s, "faults rx: dropped") || !strings.Contains(s, "tcp: established 1") {
+	if s := st.Summary(); !strings.Contains(s, "faults rx: dropped") || !strings.Contains(s, "tcp: established 1") || !strings.Contains(s, "worker busy ") {
 		t.Errorf("summary lacks faults or TCP:\n%s", s)
 	}
 }

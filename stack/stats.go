@@ -251,8 +251,9 @@ func (s *Stack) Stats() Stats {
 func (st Stats) Summary() string {
 	var b strings.Builder
 	for _, q := range st.Queues {
-		fmt.Fprintf(&b, "queue %d: rx %d tx %d; dropped: runt %d, bad checksum %d; partial checksums %d; tx no frame %d, oversize %d\n",
-			q.Queue, q.RxPackets, q.TxPackets, q.RxRunt, q.RxBadChecksum, q.RxPartialChecksum, q.TxNoFrame, q.TxOversize)
+		fmt.Fprintf(&b, "queue %d: rx %d tx %d; dropped: runt %d, bad checksum %d; partial checksums %d; tx no frame %d, oversize %d; worker busy %v, kicks %v\n",
+			q.Queue, q.RxPackets, q.TxPackets, q.RxRunt, q.RxBadChecksum, q.RxPartialChecksum, q.TxNoFrame, q.TxOversize,
+			q.WorkerBusy.Round(time.Microsecond), q.KickTime.Round(time.Microsecond))
 		x := q.XSK
 		if x != (xsk.Stats{}) {
 			fmt.Fprintf(&b, "  xsk: rx %d tx %d kicks %d (retries %d); kernel drops: rx %d, rx ring full %d, fill ring empty %d, rx invalid %d, tx invalid %d\n",
