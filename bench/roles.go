@@ -124,13 +124,9 @@ func serveMain(args []string) error {
 		case "busy":
 			busy, workers, kicks := -1.0, 0, 0.0
 			if servedStack != nil {
-				var d, k time.Duration
-				qs := servedStack.Stats().Queues
-				for _, q := range qs {
-					d += q.WorkerBusy
-					k += q.KickTime
-				}
-				busy, workers, kicks = d.Seconds(), len(qs), k.Seconds()
+				st := servedStack.Stats()
+				d, k := st.WorkerTime()
+				busy, workers, kicks = d.Seconds(), len(st.Queues), k.Seconds()
 			}
 			fmt.Printf("BUSY %g %d %g\n", busy, workers, kicks)
 		case "trace":

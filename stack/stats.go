@@ -168,6 +168,16 @@ type Stats struct {
 	HandlerBytesLeftLarge, HandlerBytesLeftBefore                         uint64
 }
 
+// WorkerTime sums the queues' WorkerBusy and KickTime: the workers' time
+// at work, and what every kick took.
+func (st Stats) WorkerTime() (busy, kicks time.Duration) {
+	for _, q := range st.Queues {
+		busy += q.WorkerBusy
+		kicks += q.KickTime
+	}
+	return busy, kicks
+}
+
 // Stats returns a snapshot of the stack's counters. Errors reading the
 // kernel's counters leave those fields zero.
 func (s *Stack) Stats() Stats {

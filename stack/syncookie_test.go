@@ -346,10 +346,8 @@ func BenchmarkMemConnectSynCookies(b *testing.B) {
 			msg := make([]byte, 100)
 			buf := make([]byte, 100)
 			b.ReportAllocs()
-			busy := func() (d time.Duration) {
-				for _, q := range mp.b.Stats().Queues {
-					d += q.WorkerBusy
-				}
+			busy := func() time.Duration {
+				d, _ := mp.b.Stats().WorkerTime()
 				return d
 			}
 			busy0 := busy()

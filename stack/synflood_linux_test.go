@@ -186,11 +186,12 @@ func TestPrivilegedSYNFlood(t *testing.T) {
 			cpu, st := processCPU(t)-cpu0, s.Stats()
 			results["ustack-"+mode] = r
 			var fillEmpty uint64
-			var busy time.Duration
 			for i, q := range st.Queues {
 				fillEmpty += q.XSK.FillRingEmpty - before.Queues[i].XSK.FillRingEmpty
-				busy += q.WorkerBusy - before.Queues[i].WorkerBusy
 			}
+			busy, _ := st.WorkerTime()
+			busy0, _ := before.WorkerTime()
+			busy -= busy0
 			segs := st.TCPSegmentsReceived - before.TCPSegmentsReceived
 			syns := st.TCPSynCookiesSent + st.TCPSynMissCookie - before.TCPSynCookiesSent - before.TCPSynMissCookie
 			t.Logf("legitimate connections: %v; over %v ustack received %d TCP segments (%d SYNs to the listener, %d answered by the worker) and the kernel dropped %d frames at the fill ring; process CPU %v (%.0f%% of one CPU), %.2f µs per segment received; the worker busy %v (%.0f%%), %.2f µs per segment",

@@ -175,10 +175,8 @@ func TestMemDeadlineSetWhileWaiting(t *testing.T) {
 func TestMemWorkerBusy(t *testing.T) {
 	mp := newMemPair(t, Spin)
 	c, srv := dialPair(t, mp, 20)
-	busy := func() (d time.Duration) {
-		for _, q := range mp.b.Stats().Queues {
-			d += q.WorkerBusy
-		}
+	busy := func() time.Duration {
+		d, _ := mp.b.Stats().WorkerTime()
 		return d
 	}
 	before, t0 := busy(), time.Now()
@@ -200,11 +198,7 @@ func TestMemWorkerBusy(t *testing.T) {
 	if d := busy() - before; d <= 0 {
 		t.Errorf("1,000 echoed requests counted %v of the server's worker busy", d)
 	}
-	var kicks time.Duration
-	for _, q := range mp.b.Stats().Queues {
-		kicks += q.KickTime
-	}
-	if kicks <= 0 {
+	if _, kicks := mp.b.Stats().WorkerTime(); kicks <= 0 {
 		t.Errorf("1,000 replies sent, the server's kicks took %v", kicks)
 	}
 }
