@@ -211,6 +211,7 @@ type result struct {
 	ServerCPU     float64 `json:"server_cpu_s"`
 	ClientCPU     float64 `json:"client_cpu_s"`
 	ServerCPUPerM float64 `json:"server_cpu_s_per_mreq,omitempty"`
+	ClientCPUPerM float64 `json:"client_cpu_s_per_mreq,omitempty"`
 	// RSSPerConn is the conns workload's server RSS growth per held
 	// connection, in bytes.
 	RSSPerConn float64 `json:"server_rss_bytes_per_conn,omitempty"`
@@ -232,10 +233,9 @@ type result struct {
 	KickTime float64 `json:"kick_s,omitempty"`
 	// How many CPUs and workers those sums are over (the shares divide
 	// by them); zero reads as one.
-	ServerCPUCount int     `json:"server_cpu_count,omitempty"`
-	ClientCPUCount int     `json:"client_cpu_count,omitempty"`
-	Workers        int     `json:"workers,omitempty"`
-	ClientCPUPerM  float64 `json:"client_cpu_s_per_mreq,omitempty"`
+	ServerCPUCount int `json:"server_cpu_count,omitempty"`
+	ClientCPUCount int `json:"client_cpu_count,omitempty"`
+	Workers        int `json:"workers,omitempty"`
 	// ServerXDP and ClientXDP are the modes the server's and a ustack
 	// client's XDP programs attached in, as they reported them.
 	ServerXDP string `json:"server_xdp_mode,omitempty"`
