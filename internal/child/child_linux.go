@@ -162,7 +162,25 @@ func CPUSeconds(pid int) float64 {
 
 // RSSBytes returns a process's resident set size.
 func RSSBytes(pid int) float64 {
-	if v, ok := statusField(pid, "VmRSS:"); ok {
+	return kbField(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:")
+}
+
+// SlabBytes returns the kernel's slab memory, machine-wide (/proc/meminfo
+// Slab: reclaimable and not), where its sockets, their inodes, files and
+// epoll entries live; 0 if it cannot be read.
+func SlabBytes() float64 { return kbField("/proc/meminfo", "Slab:") }
+
+// CPUsAllowed returns the CPU list a process may run on, as
+// /proc/<pid>/status gives it ("0-1"), or "" if it cannot be read.
+func CPUsAllowed(pid int) string {
+	v, _ := fileField(fmt.Sprintf("/proc/%d/status", pid), "Cpus_allowed_list:")
+	return strings.TrimSpace(v)
+}
+
+// kbField is the "name: N kB" line of a /proc file in bytes; 0 if it
+// cannot be read.
+func kbField(path, name string) float64 {
+	if v, ok := fileField(path, name); ok {
 		if f := strings.Fields(v); len(f) >= 1 {
 			kb, _ := strconv.ParseFloat(f[0], 64)
 			return kb * 1024
@@ -171,34 +189,10 @@ func RSSBytes(pid int) float64 {
 	return 0
 }
 
-// SlabBytes returns the kernel's slab memory, machine-wide (/proc/meminfo
-// Slab: reclaimable and not), where its sockets, their inodes, files and
-// epoll entries live; 0 if it cannot be read.
-func SlabBytes() float64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "Slab:"); ok {
-			if f := strings.Fields(v); len(f) >= 1 {
-				kb, _ := strconv.ParseFloat(f[0], 64)
-				return kb * 1024
-			}
-		}
-	}
-	return 0
-}
-
-// CPUsAllowed returns the CPU list a process may run on, as
-// /proc/<pid>/status gives it ("0-1"), or "" if it cannot be read.
-func CPUsAllowed(pid int) string {
-	v, _ := statusField(pid, "Cpus_allowed_list:")
-	return strings.TrimSpace(v)
-}
-
-func statusField(pid int, name string) (string, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+// fileField is what follows name on the line of the file at path that
+// starts with it.
+func fileField(path, name string) (string, bool) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", false
 	}

@@ -49,3 +49,17 @@ func TestCPUBusySeconds(t *testing.T) {
 		t.Errorf("CPU 4096: %v, want NaN", v)
 	}
 }
+
+// TestProcFields: this process's RSS, the machine's slab and this
+// process's CPU list read as /proc gives them.
+func TestProcFields(t *testing.T) {
+	if v := RSSBytes(os.Getpid()); v < 1<<20 {
+		t.Errorf("RSS %v bytes, want a running Go test's megabytes", v)
+	}
+	if v := SlabBytes(); v < 1<<20 {
+		t.Errorf("slab %v bytes, want a kernel's megabytes", v)
+	}
+	if CountCPUs(CPUsAllowed(os.Getpid())) < 1 {
+		t.Errorf("CPU list %q", CPUsAllowed(os.Getpid()))
+	}
+}
