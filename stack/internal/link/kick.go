@@ -57,8 +57,11 @@ func (q *queue) flushTx() {
 
 // kick asks the kernel to send what is on the TX ring, and counts the
 // time it took (Counters.KickTime).
-func (q *queue) kick() error {
-	start := busyClock()
+func (q *queue) kick() error { return q.kickFrom(busyClock()) }
+
+// kickFrom is kick for a caller that has just read the clock: start is
+// that reading (busyClock), the kick's own start.
+func (q *queue) kickFrom(start time.Duration) error {
 	err := q.io.Kick()
 	q.kickTime.Add(int64(busyClock() - start))
 	if t := q.trace; t != nil {

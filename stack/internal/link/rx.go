@@ -77,7 +77,7 @@ func (e *Endpoint) worker(i int, q *queue) {
 		var start time.Duration
 		if q.io.TxQueued() != 0 {
 			start = busyClock()
-			q.kick()
+			q.kickFrom(start)
 		}
 		if e.ready.n.Load() > 0 {
 			// Connections a timer or an application's call made readable.
