@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/network/ipv4"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/network/ipv6"
 )
 
 // TestScriptDirectWrite: with the fast path on, every TCP segment of an
@@ -133,4 +136,99 @@ func TestScriptDirectWriteDeclines(t *testing.T) {
 			t.Errorf("the GSO packet was not counted as a miss for its size")
 		}
 	})
+}
+
+// TestScriptFrameTemplate: a connection's data segments take their
+// Ethernet and network headers from a template made by its first
+// (netstack patch 0090); each change the template holds is seen by the
+// next segment: the neighbour's link address, the protocol's default
+// TTL, the connection's own TTL; and once ustack's address is removed
+// no segment leaves from it.
+func TestScriptFrameTemplate(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		name := map[bool]string{false: "ipv4", true: "ipv6"}[v6]
+		t.Run(name, func(t *testing.T) {
+			p := newScriptPeer(t, scriptOptions{IPv6: v6})
+			var dst tcpip.LinkAddress
+			var ttl uint8
+			var src tcpip.Address
+			var badSum bool
+			p.frame = func(f []byte) {
+				eth := header.Ethernet(f)
+				dst = eth.DestinationAddress()
+				switch eth.Type() {
+				case header.IPv4ProtocolNumber:
+					ip := header.IPv4(f[header.EthernetMinimumSize:])
+					ttl, src = ip.TTL(), ip.SourceAddress()
+					badSum = badSum || ip.CalculateChecksum() != 0xffff || int(ip.TotalLength()) != len(ip)
+				case header.IPv6ProtocolNumber:
+					ip := header.IPv6(f[header.EthernetMinimumSize:])
+					ttl, src = ip.HopLimit(), ip.SourceAddress()
+					badSum = badSum || int(ip.PayloadLength())+header.IPv6MinimumSize != len(ip)
+				}
+			}
+			c := p.Connect()
+			ns := p.s.Netstack()
+			proto, peer := ipv4.ProtocolNumber, tcpip.AddrFromSlice(p.local.Addr().AsSlice())
+			if v6 {
+				proto = ipv6.ProtocolNumber
+			}
+			seq := uint32(1)
+			// send writes one byte and returns its frame's destination
+			// MAC and TTL, acknowledging it.
+			send := func(b byte) (tcpip.LinkAddress, uint8) {
+				t.Helper()
+				if _, err := c.Write([]byte{b}); err != nil {
+					t.Fatal(err)
+				}
+				p.Expect(seg{Flags: "PA", Seq: seq, Ack: 1, Payload: []byte{b}})
+				seq++
+				p.Send(seg{Flags: "A", Seq: 1, Ack: seq})
+				return dst, ttl
+			}
+			before := p.s.Stats().TCPSegmentsDirect
+			if mac, hops := send('a'); mac != p.peerMAC || hops != 64 {
+				t.Fatalf("first segment: to %v with TTL %d, want %v and 64", mac, hops, p.peerMAC)
+			}
+			moved := tcpip.LinkAddress([]byte{2, 0, 0, 0, 3, 9})
+			if err := ns.AddStaticNeighbor(nicID, proto, peer, moved); err != nil {
+				t.Fatal(err)
+			}
+			if mac, _ := send('b'); mac != moved {
+				t.Errorf("after the neighbour moved: to %v, want %v", mac, moved)
+			}
+			opt := tcpip.DefaultTTLOption(33)
+			if err := ns.SetNetworkProtocolOption(proto, &opt); err != nil {
+				t.Fatal(err)
+			}
+			if _, hops := send('c'); hops != 33 {
+				t.Errorf("after the default TTL became 33: TTL %d", hops)
+			}
+			ttlOpt := tcpip.IPv4TTLOption
+			if v6 {
+				ttlOpt = tcpip.IPv6HopLimitOption
+			}
+			if err := c.(*tcpConn).ep.SetSockOptInt(ttlOpt, 17); err != nil {
+				t.Fatal(err)
+			}
+			if _, hops := send('d'); hops != 17 {
+				t.Errorf("after the connection's TTL became 17: TTL %d", hops)
+			}
+			if badSum {
+				t.Error("a frame's IP header had a wrong length or checksum")
+			}
+			if direct := p.s.Stats().TCPSegmentsDirect - before; direct < 4 {
+				t.Errorf("%d of the 4 data segments were written direct", direct)
+			}
+			local := tcpip.AddrFromSlice(p.remote.Addr().AsSlice())
+			if err := ns.RemoveAddress(nicID, local); err != nil {
+				t.Fatal(err)
+			}
+			src = tcpip.Address{}
+			c.Write([]byte{'e'})
+			if s, ok := p.next(50 * time.Millisecond); ok || src == local {
+				t.Errorf("after ustack's address was removed, sent %v from %v", s, src)
+			}
+		})
+	}
 }

@@ -203,6 +203,7 @@ func (n *neighborCache) addStaticEntry(addr tcpip.Address, linkAddr tcpip.LinkAd
 		} else {
 			// Static entry found with the same address but different link address.
 			entry.mu.neigh.LinkAddr = linkAddr
+			entry.changedLocked()
 			entry.dispatchChangeEventLocked()
 			entry.mu.Unlock()
 			return

@@ -245,6 +245,14 @@ func (e *neighborEntry) cancelTimerLocked() {
 	}
 }
 
+// changedLocked notes that the entry's state or link address changed:
+// the frame templates made from it are stale (ustack, patch 0090).
+//
+// +checklocks:e.mu.neighborEntryRWMutex
+func (e *neighborEntry) changedLocked() {
+	e.cache.nic.stack.frameEpoch.Add(1)
+}
+
 // removeLocked prepares the entry for removal.
 //
 // +checklocks:e.mu.neighborEntryRWMutex
@@ -270,6 +278,7 @@ func (e *neighborEntry) removeLocked() {
 // +checklocks:e.mu.neighborEntryRWMutex
 func (e *neighborEntry) setStateLocked(next NeighborState) {
 	e.cancelTimerLocked()
+	e.changedLocked()
 
 	prev := e.mu.neigh.State
 	e.mu.neigh.State = next
@@ -387,6 +396,7 @@ func (e *neighborEntry) handlePacketQueuedLocked(localAddr tcpip.Address) {
 	case Unknown, Unreachable:
 		prev := e.mu.neigh.State
 		e.mu.neigh.State = Incomplete
+		e.changedLocked()
 		e.mu.neigh.UpdatedAt = e.cache.nic.stack.clock.NowMonotonic()
 
 		switch prev {
@@ -469,6 +479,7 @@ func (e *neighborEntry) handleProbeLocked(remoteLinkAddr tcpip.LinkAddress) {
 	switch e.mu.neigh.State {
 	case Unknown:
 		e.mu.neigh.LinkAddr = remoteLinkAddr
+		e.changedLocked()
 		e.setStateLocked(Stale)
 		e.dispatchAddEventLocked()
 
@@ -479,6 +490,7 @@ func (e *neighborEntry) handleProbeLocked(remoteLinkAddr tcpip.LinkAddress) {
 		// entry's reachability state MUST be set to STALE."
 		//  - RFC 4861 section 7.2.3
 		e.mu.neigh.LinkAddr = remoteLinkAddr
+		e.changedLocked()
 		e.setStateLocked(Stale)
 		e.notifyCompletionLocked(nil)
 		e.dispatchChangeEventLocked()
@@ -486,6 +498,7 @@ func (e *neighborEntry) handleProbeLocked(remoteLinkAddr tcpip.LinkAddress) {
 	case Reachable, Delay, Probe:
 		if e.mu.neigh.LinkAddr != remoteLinkAddr {
 			e.mu.neigh.LinkAddr = remoteLinkAddr
+			e.changedLocked()
 			e.setStateLocked(Stale)
 			e.dispatchChangeEventLocked()
 		}
@@ -493,6 +506,7 @@ func (e *neighborEntry) handleProbeLocked(remoteLinkAddr tcpip.LinkAddress) {
 	case Stale:
 		if e.mu.neigh.LinkAddr != remoteLinkAddr {
 			e.mu.neigh.LinkAddr = remoteLinkAddr
+			e.changedLocked()
 			e.dispatchChangeEventLocked()
 		}
 
@@ -500,6 +514,7 @@ func (e *neighborEntry) handleProbeLocked(remoteLinkAddr tcpip.LinkAddress) {
 		// TODO(gvisor.dev/issue/5472): Do not change the entry if the link
 		// address is the same, as per RFC 7048.
 		e.mu.neigh.LinkAddr = remoteLinkAddr
+		e.changedLocked()
 		e.setStateLocked(Stale)
 		e.dispatchChangeEventLocked()
 
@@ -536,6 +551,7 @@ func (e *neighborEntry) handleConfirmationLocked(linkAddr tcpip.LinkAddress, fla
 		}
 
 		e.mu.neigh.LinkAddr = linkAddr
+		e.changedLocked()
 		if flags.Solicited {
 			e.setStateLocked(Reachable)
 		} else {
@@ -561,6 +577,7 @@ func (e *neighborEntry) handleConfirmationLocked(linkAddr tcpip.LinkAddress, fla
 			}
 
 			e.mu.neigh.LinkAddr = linkAddr
+			e.changedLocked()
 
 			if !flags.Solicited {
 				if e.mu.neigh.State != Stale {

@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/checksum"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 )
 
@@ -25,12 +26,16 @@ import (
 // endpoint that writes frames itself (FrameWriter: ustack's, which copies
 // into a UMEM frame and checksums in the copy) takes a TCP segment as its
 // headers and the segment's own bytes: no packet is cloned for it and
-// the IP and NIC layers are not entered.
+// the IP and NIC layers are not entered. Patch 0090: the Ethernet and
+// network headers are a per-connection template (FrameTemplate), made
+// once and patched per segment (the lengths and the IPv4 checksum), not
+// built anew from the route, the neighbour and the protocol each time.
 
 // FrameWriter is a link endpoint that writes a whole Ethernet frame from
 // its headers and a packet's payload, copying each once into the frame
 // it sends (ustack's link endpoint: the transport checksum is its to
 // compute, in that copy). hash picks a queue, as PacketBuffer.Hash does.
+// Its link address must not change: frame templates hold it.
 type FrameWriter interface {
 	WriteFrame(hdr []byte, payload *PacketBuffer, hash uint32) tcpip.Error
 }
@@ -41,24 +46,59 @@ const frameHeaderMax = header.EthernetMinimumSize + header.IPv6MinimumSize + hea
 // frameHeaders are WriteTCPFrame's header buffers.
 var frameHeaders = sync.Pool{New: func() any { return new([frameHeaderMax]byte) }}
 
-// FrameRoute is a route's next hop and link, resolved by
-// PrepareTCPFrame for WriteTCPFrame.
-type FrameRoute struct {
-	w        FrameWriter
-	src, dst tcpip.LinkAddress
-	ipLen    int // the network header's
-	mtu      int
+// FrameTemplate is a connection's Ethernet and network headers for
+// WriteTCPFrame, made by PrepareFrameTemplate and kept by the caller
+// from one segment to the next; its zero value is made by none. The
+// route's validity is checked per segment, as WritePacket checks it; what
+// else the template holds (the next hop's link address, the default TTL)
+// is checked by the stack's frame epoch, which changes whenever a
+// neighbour's state or link address or a protocol's default TTL does.
+type FrameTemplate struct {
+	route *Route
+	epoch uint32
+	key   FrameKey
+	ipSum uint16 // IPv4: the header's sum with length and checksum zero
+	hl    uint8  // Ethernet and network header bytes in hdr
+	hdr   [header.EthernetMinimumSize + header.IPv6MinimumSize]byte
 }
 
-// PrepareTCPFrame reports whether a TCP segment on r can be written as a
-// frame by the link endpoint itself (WriteTCPFrame): WriteDirect's
+// FrameKey is what a FrameTemplate was made for on the caller's side: the
+// endpoint's raw TTL option (before the default applies), type of
+// service and don't-fragment setting. A template serves only the key it
+// was made with.
+type FrameKey struct {
+	TTL int16
+	TOS uint8
+	DF  bool
+}
+
+// InvalidateFrameTemplates makes every frame template of s stale: the
+// next segment of each connection makes its own anew.
+func (s *Stack) InvalidateFrameTemplates() { s.frameEpoch.Add(1) }
+
+// FrameTemplateCurrent reports whether t was made by
+// PrepareFrameTemplate for r and key and still holds: nothing it copied
+// has changed since, the stack still takes direct frames, and r is
+// valid for sending.
+func (r *Route) FrameTemplateCurrent(t *FrameTemplate, key FrameKey) bool {
+	s := r.outgoingNIC.stack
+	return t.route == r && t.key == key && t.epoch == s.frameEpoch.Load() &&
+		s.directWrite.Load() && !s.tables.everModified.Load() && !s.IsNFTablesConfigured() &&
+		r.isValidForOutgoing()
+}
+
+// PrepareFrameTemplate reports whether a TCP segment on r can be written
+// as a frame by the link endpoint itself (WriteTCPFrame): WriteDirect's
 // conditions (but for the packet's size, which WriteTCPFrame checks),
 // the link endpoint a FrameWriter with no queueing discipline of its
-// own, and the TX checksum left to it. It fills fr for WriteTCPFrame; it
-// changes nothing else.
-func (r *Route) PrepareTCPFrame(params NetworkHeaderParams, fr *FrameRoute) bool {
+// own, and the TX checksum left to it. If so it makes t for params and
+// key (key: what the caller derived params from); if not it changes
+// nothing.
+func (r *Route) PrepareFrameTemplate(params NetworkHeaderParams, key FrameKey, t *FrameTemplate) bool {
 	n := r.outgoingNIC
 	s := n.stack
+	// Read first: a change after it makes the template stale.
+	epoch := s.frameEpoch.Load()
 	if !s.directWrite.Load() || r.RequiresTXTransportChecksum() {
 		return false
 	}
@@ -66,8 +106,7 @@ func (r *Route) PrepareTCPFrame(params NetworkHeaderParams, fr *FrameRoute) bool
 	if !ok {
 		return false
 	}
-	w, ok := n.NetworkLinkEndpoint.(FrameWriter)
-	if !ok {
+	if _, ok := n.NetworkLinkEndpoint.(FrameWriter); !ok {
 		return false
 	}
 	if q, ok := n.qDisc.(*delegatingQueueingDiscipline); !ok || q == nil {
@@ -75,7 +114,7 @@ func (r *Route) PrepareTCPFrame(params NetworkHeaderParams, fr *FrameRoute) bool
 	}
 	// The route's validity and its next hop in one read of the route,
 	// where directRoute and resolveInto took it twice and checked the
-	// validity twice: the same conditions, once per segment.
+	// validity twice.
 	r.mu.RLock()
 	if !r.isValidForOutgoingRLocked() {
 		r.mu.RUnlock()
@@ -91,6 +130,9 @@ func (r *Route) PrepareTCPFrame(params NetworkHeaderParams, fr *FrameRoute) bool
 			addr, ok = nEntry.getRemoteLinkAddress()
 		}
 		if !ok {
+			// Resolution, or NUD's move out of Stale, changes the
+			// entry and so the epoch: this template is made stale
+			// by the resolution it starts.
 			var ri RouteInfo
 			if r.resolveIntoSlow(&ri) != nil {
 				return false
@@ -99,33 +141,53 @@ func (r *Route) PrepareTCPFrame(params NetworkHeaderParams, fr *FrameRoute) bool
 		}
 		dst = addr
 	}
-	*fr = FrameRoute{w: w, src: n.LinkAddress(), dst: dst, ipLen: hl, mtu: int(n.MTU())}
+	*t = FrameTemplate{route: r, epoch: epoch, key: key, hl: uint8(header.EthernetMinimumSize + hl)}
+	header.Ethernet(t.hdr[:]).Encode(&header.EthernetFields{SrcAddr: n.LinkAddress(), DstAddr: dst, Type: r.NetProto()})
+	ip := t.hdr[header.EthernetMinimumSize:t.hl]
+	putIPHeader(ip, r, params, 0)
+	if r.NetProto() == header.IPv4ProtocolNumber {
+		v4 := header.IPv4(ip)
+		v4.SetTotalLength(0)
+		v4.SetChecksum(0)
+		t.ipSum = v4.CalculateChecksum()
+	}
 	return true
 }
 
 // WriteTCPFrame writes a TCP segment (tcp: its header, options included,
-// the checksum left to the link; payload: pkt's data) on the route fr
-// was prepared for, with the Ethernet and network headers WriteDirect
-// writes. It counts what WriteDirect counts. A segment larger than the
-// MTU is an error: the caller segments to the MSS.
-func (r *Route) WriteTCPFrame(fr *FrameRoute, params NetworkHeaderParams, tcp []byte, pkt *PacketBuffer, hash uint32) tcpip.Error {
+// the checksum left to the link; payload: pkt's data) on the route t
+// was made for (FrameTemplateCurrent), with the Ethernet and network
+// headers WriteDirect writes. It counts what WriteDirect counts. A
+// segment larger than the MTU is an error: the caller segments to the
+// MSS.
+func (r *Route) WriteTCPFrame(t *FrameTemplate, tcp []byte, pkt *PacketBuffer, hash uint32) tcpip.Error {
 	n := r.outgoingNIC
 	s := n.stack
+	ipLen := int(t.hl) - header.EthernetMinimumSize
 	size := len(tcp) + pkt.Data().Size()
-	if fr.ipLen+size > fr.mtu || len(tcp) > header.TCPHeaderMaximumSize {
+	if ipLen+size > int(n.MTU()) || len(tcp) > header.TCPHeaderMaximumSize {
 		return &tcpip.ErrMessageTooLong{}
+	}
+	w, ok := n.NetworkLinkEndpoint.(FrameWriter)
+	if !ok {
+		return &tcpip.ErrInvalidEndpointState{}
 	}
 	// The headers go to the link through an interface, so they cannot
 	// live on this frame: a pooled buffer, no allocation per frame.
 	bp := frameHeaders.Get().(*[frameHeaderMax]byte)
 	defer frameHeaders.Put(bp)
 	buf := bp[:]
-	header.Ethernet(buf).Encode(&header.EthernetFields{SrcAddr: fr.src, DstAddr: fr.dst, Type: r.NetProto()})
-	hl := header.EthernetMinimumSize
-	putIPHeader(buf[hl:hl+fr.ipLen], r, params, size)
-	hl += fr.ipLen
+	hl := copy(buf, t.hdr[:t.hl])
+	if ipLen == header.IPv4MinimumSize {
+		ip := header.IPv4(buf[header.EthernetMinimumSize:])
+		total := uint16(header.IPv4MinimumSize + size)
+		ip.SetTotalLength(total)
+		ip.SetChecksum(^checksum.Combine(t.ipSum, total))
+	} else {
+		header.IPv6(buf[header.EthernetMinimumSize:]).SetPayloadLength(uint16(size))
+	}
 	hl += copy(buf[hl:], tcp)
-	if err := fr.w.WriteFrame(buf[:hl], pkt, hash); err != nil {
+	if err := w.WriteFrame(buf[:hl], pkt, hash); err != nil {
 		if _, ok := err.(*tcpip.ErrNoBufferSpace); ok {
 			n.stats.txPacketsDroppedNoBufferSpace.Increment()
 		}
@@ -133,7 +195,7 @@ func (r *Route) WriteTCPFrame(fr *FrameRoute, params NetworkHeaderParams, tcp []
 		return err
 	}
 	n.stats.tx.packets.Increment()
-	n.stats.tx.bytes.IncrementBy(uint64(header.EthernetMinimumSize + fr.ipLen + size))
+	n.stats.tx.bytes.IncrementBy(uint64(int(t.hl) + size))
 	s.stats.IP.PacketsSent.Increment()
 	s.directWrites.Add(1)
 	return nil

@@ -124,6 +124,11 @@ type Stack struct {
 	directWrites atomic.Uint64
 	directMisses [numMisses]atomic.Uint64
 
+	// frameEpoch changes whenever what a FrameTemplate holds may have:
+	// a neighbour's state or link address, a protocol's default TTL
+	// (ustack, patch 0090).
+	frameEpoch atomic.Uint32
+
 	// tables are the iptables packet filtering and manipulation rules.
 	// TODO(gvisor.dev/issue/4595): S/R this field.
 	tables *IPTables `state:"nosave"`

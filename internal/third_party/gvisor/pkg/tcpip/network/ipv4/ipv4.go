@@ -1722,6 +1722,8 @@ func (p *protocol) Option(option tcpip.GettableNetworkProtocolOption) tcpip.Erro
 // SetDefaultTTL sets the default TTL for endpoints created with this protocol.
 func (p *protocol) SetDefaultTTL(ttl uint8) {
 	p.defaultTTL.Store(uint32(ttl))
+	// ustack: frame templates hold the TTL (patch 0090).
+	p.stack.InvalidateFrameTemplates()
 }
 
 // DefaultTTL returns the default TTL for endpoints created with this protocol.

@@ -208,6 +208,11 @@ type sender struct {
 	// +checklocks:ep.mu
 	lateAck fastACK `state:"nosave"`
 
+	// frame is the connection's frame headers, kept from one data
+	// segment the link writes itself to the next (sendFrameDirect);
+	// made by the first (ustack, patch 0090).
+	frame *stack.FrameTemplate `state:"nosave"`
+
 	// spuriousRecovery indicates whether the sender entered recovery
 	// spuriously as described in RFC3522 Section 3.2.
 	spuriousRecovery bool

@@ -32,7 +32,8 @@ import (
 // copies header and payload once into its frame and computes the
 // checksum in that copy. Everything the sender records of the segment is
 // recorded by its caller, as for the ordinary path; the header, options
-// and counters are sendRaw's and sendTCP's.
+// and counters are sendRaw's and sendTCP's. The Ethernet and network
+// headers come from the connection's frame template (patch 0090).
 
 // sendFrameDirect sends the segment with pkt's payload as the fast path's
 // frame; it reports whether it took the segment (then err is the send's
@@ -44,15 +45,33 @@ func (e *Endpoint) sendFrameDirect(pkt *stack.PacketBuffer, flags header.TCPFlag
 	if g := e.gso; g.Type == stack.GSOGvisor || g.Type != stack.GSONone && pkt.Data().Size() > int(g.MSS) {
 		return false, nil
 	}
-	params := stack.NetworkHeaderParams{
-		Protocol:              ProtocolNumber,
-		TTL:                   calculateTTL(e.route, e.ipv4TTL, e.ipv6HopLimit),
-		TOS:                   e.sendTOS,
-		DF:                    e.pmtud == tcpip.PMTUDiscoveryWant || e.pmtud == tcpip.PMTUDiscoveryDo || e.pmtud == tcpip.PMTUDiscoveryProbe,
-		ExperimentOptionValue: e.getExperimentOptionValue(e.route),
+	// The connection's frame template (patch 0090): made by its first
+	// segment, remade when what it holds has changed.
+	key := stack.FrameKey{TOS: e.sendTOS, DF: e.pmtud == tcpip.PMTUDiscoveryWant || e.pmtud == tcpip.PMTUDiscoveryDo || e.pmtud == tcpip.PMTUDiscoveryProbe}
+	if e.route.NetProto() == header.IPv4ProtocolNumber {
+		key.TTL = int16(e.ipv4TTL)
+	} else {
+		key.TTL = e.ipv6HopLimit
 	}
-	var fr stack.FrameRoute
-	if !e.route.PrepareTCPFrame(params, &fr) {
+	t := e.snd.frame
+	if t == nil || !e.route.FrameTemplateCurrent(t, key) {
+		params := stack.NetworkHeaderParams{
+			Protocol:              ProtocolNumber,
+			TTL:                   calculateTTL(e.route, e.ipv4TTL, e.ipv6HopLimit),
+			TOS:                   key.TOS,
+			DF:                    key.DF,
+			ExperimentOptionValue: e.getExperimentOptionValue(e.route),
+		}
+		if t == nil {
+			t = new(stack.FrameTemplate)
+		}
+		if !e.route.PrepareFrameTemplate(params, key, t) {
+			return false, nil
+		}
+		e.snd.frame = t
+	} else if e.getExperimentOptionValue(e.route) != 0 {
+		// The experiment option is the one header field the template
+		// cannot hold: such a segment takes the ordinary path.
 		return false, nil
 	}
 	options := e.segmentOptions(flags)
@@ -73,7 +92,7 @@ func (e *Endpoint) sendFrameDirect(pkt *stack.PacketBuffer, flags header.TCPFlag
 	})
 	copy(tcp[header.TCPMinimumSize:], options)
 	stats := e.route.Stats()
-	if err := e.route.WriteTCPFrame(&fr, params, tcp, pkt, e.txHash); err != nil {
+	if err := e.route.WriteTCPFrame(t, tcp, pkt, e.txHash); err != nil {
 		stats.TCP.SegmentSendErrors.Increment()
 		e.stats.SendErrors.SegmentSendToNetworkFailed.Increment()
 		return true, err
