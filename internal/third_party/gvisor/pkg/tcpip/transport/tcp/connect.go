@@ -139,37 +139,42 @@ type handshake struct {
 // cannot recover f's captured sender to express that exclusion; the returned
 // callback runs later, so its lock state is not a precondition on timerHandler.
 func timerHandler(e *Endpoint, f func() tcpip.Error) func() {
-	return func() {
-		e.mu.Lock()
-		// ustack: an ACK the fast path left pending before the timer
-		// acts on what it acknowledges (patch 0084).
-		e.runLateAckLocked()
-		if err := f(); err != nil {
-			e.lastErrorMu.Lock()
-			// If the handler timed out and we have a lastError recorded (maybe due
-			// to an ICMP message received), promote it to be the hard error.
-			if _, isTimeout := err.(*tcpip.ErrTimeout); e.lastError != nil && isTimeout {
-				e.hardError = e.lastError
-			} else {
-				e.hardError = err
-			}
-			e.lastError = err
-			e.lastErrorMu.Unlock()
-			e.cleanupLocked()
-			e.setEndpointState(StateError)
-			e.mu.Unlock()
-			e.waiterQueue.Notify(waiter.EventHUp | waiter.EventErr | waiter.ReadableEvents | waiter.WritableEvents)
-			return
-		}
-		processor := e.protocol.dispatcher.selectProcessor(e.ID)
-		e.mu.Unlock()
+	return func() { handleTimer(e, func(*Endpoint) tcpip.Error { return f() }) }
+}
 
-		// notify processor if there are pending segments to be
-		// processed. ustack: unless a link endpoint's goroutine will,
-		// after its receive burst (see UnlockUser).
-		if !e.segmentQueue.empty() && !e.pendingInline.Load() {
-			processor.queueEndpoint(e)
+// handleTimer is timerHandler's function: f(e) with e's mutex held, then
+// the cleanup or the processor's notification (ustack, patch 0091: the
+// body of upstream's closure, shared with timer.fire).
+func handleTimer(e *Endpoint, f func(*Endpoint) tcpip.Error) {
+	e.mu.Lock()
+	// ustack: an ACK the fast path left pending before the timer
+	// acts on what it acknowledges (patch 0084).
+	e.runLateAckLocked()
+	if err := f(e); err != nil {
+		e.lastErrorMu.Lock()
+		// If the handler timed out and we have a lastError recorded (maybe due
+		// to an ICMP message received), promote it to be the hard error.
+		if _, isTimeout := err.(*tcpip.ErrTimeout); e.lastError != nil && isTimeout {
+			e.hardError = e.lastError
+		} else {
+			e.hardError = err
 		}
+		e.lastError = err
+		e.lastErrorMu.Unlock()
+		e.cleanupLocked()
+		e.setEndpointState(StateError)
+		e.mu.Unlock()
+		e.waiterQueue.Notify(waiter.EventHUp | waiter.EventErr | waiter.ReadableEvents | waiter.WritableEvents)
+		return
+	}
+	processor := e.protocol.dispatcher.selectProcessor(e.ID)
+	e.mu.Unlock()
+
+	// notify processor if there are pending segments to be
+	// processed. ustack: unless a link endpoint's goroutine will,
+	// after its receive burst (see UnlockUser).
+	if !e.segmentQueue.empty() && !e.pendingInline.Load() {
+		processor.queueEndpoint(e)
 	}
 }
 

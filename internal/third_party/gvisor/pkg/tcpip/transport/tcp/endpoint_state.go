@@ -181,13 +181,10 @@ func (e *Endpoint) closeEndpointAtRestore() {
 // +checklocksexclude:e.pendingProcessingMu
 func (e *Endpoint) Restore(s *stack.Stack) {
 	if !e.EndpointState().closed() {
-		e.keepalive.timer.init(s.Clock(), timerHandler(e, e.keepaliveTimerExpired))
+		e.keepalive.timer.init(e, keepaliveTimerExpired)
 	}
 	if snd := e.snd; snd != nil {
-		snd.resendTimer.init(s.Clock(), timerHandler(e, e.snd.retransmitTimerExpired))
-		snd.reorderTimer.init(s.Clock(), timerHandler(e, e.snd.rc.reorderTimerExpired))
-		snd.probeTimer.init(s.Clock(), timerHandler(e, e.snd.probeTimerExpired))
-		snd.corkTimer.init(s.Clock(), timerHandler(e, e.snd.corkTimerExpired))
+		snd.initTimers()
 	}
 	e.ops.InitHandler(e, e.stack, GetTCPSendBufferLimits, GetTCPReceiveBufferLimits)
 	e.segmentQueue.thaw()

@@ -316,6 +316,37 @@ type rtt struct {
 	TCPRTTState
 }
 
+// The timers' handlers (ustack, patch 0091): functions of the endpoint,
+// not method values bound when each timer is made. The endpoint's sender
+// is the one its handshake made, for the rest of its life.
+//
+// +checklocks:e.mu
+func resendTimerExpired(e *Endpoint) tcpip.Error { return e.snd.retransmitTimerExpired() }
+
+// +checklocks:e.mu
+func reorderTimerExpired(e *Endpoint) tcpip.Error { return e.snd.rc.reorderTimerExpired() }
+
+// +checklocks:e.mu
+func probeTimerExpired(e *Endpoint) tcpip.Error { return e.snd.probeTimerExpired() }
+
+// +checklocks:e.mu
+func corkTimerExpired(e *Endpoint) tcpip.Error { return e.snd.corkTimerExpired() }
+
+// +checklocks:e.mu
+func delackTimerExpired(e *Endpoint) tcpip.Error { return e.snd.delackTimerExpired() }
+
+// +checklocks:e.mu
+func keepaliveTimerExpired(e *Endpoint) tcpip.Error { return e.keepaliveTimerExpired() }
+
+// initTimers initializes the sender's timers.
+func (s *sender) initTimers() {
+	s.resendTimer.init(s.ep, resendTimerExpired)
+	s.reorderTimer.init(s.ep, reorderTimerExpired)
+	s.probeTimer.init(s.ep, probeTimerExpired)
+	s.corkTimer.init(s.ep, corkTimerExpired)
+	s.delackTimer.init(s.ep, delackTimerExpired)
+}
+
 // initSender creates a new sender while the endpoint is locked. Its helpers
 // may acquire the new sender's RTT mutex, which cannot be held by the caller.
 // This imposes no exclusion on the previous ep.snd's RTT mutex.
@@ -363,11 +394,7 @@ func initSender(ep *Endpoint, iss, irs seqnum.Value, sndWnd seqnum.Size, mss uin
 		ep.snd.SndWndScale = uint8(sndWndScale)
 	}
 
-	ep.snd.resendTimer.init(ep.snd.ep.stack.Clock(), timerHandler(ep.snd.ep, ep.snd.retransmitTimerExpired))
-	ep.snd.reorderTimer.init(ep.snd.ep.stack.Clock(), timerHandler(ep.snd.ep, ep.snd.rc.reorderTimerExpired))
-	ep.snd.probeTimer.init(ep.snd.ep.stack.Clock(), timerHandler(ep.snd.ep, ep.snd.probeTimerExpired))
-	ep.snd.corkTimer.init(ep.snd.ep.stack.Clock(), timerHandler(ep.snd.ep, ep.snd.corkTimerExpired))
-	ep.snd.delackTimer.init(ep.snd.ep.stack.Clock(), timerHandler(ep.snd.ep, ep.snd.delackTimerExpired))
+	ep.snd.initTimers()
 
 	ep.snd.updateMaxPayloadSize(int(ep.snd.ep.route.MTU()), 0)
 	// Initialize SACK Scoreboard after updating max payload size as we use

@@ -55,7 +55,10 @@ const (
 type timer struct {
 	state timerState
 
-	clock tcpip.Clock
+	// ep is the endpoint whose handler runs, under its lock, when the
+	// timer expires; its stack's clock is the timer's (ustack, patch
+	// 0091: where a clock and a closure made for every timer were).
+	ep *Endpoint
 
 	// target is the expiration time of the current timer. It is only
 	// meaningful in the enabled state.
@@ -68,17 +71,25 @@ type timer struct {
 	// timer is the clock timer used to wait on.
 	timer tcpip.Timer
 
-	// callback is the function that's called when the timer expires.
-	callback func()
+	// handler is called with ep when the timer expires, as timerHandler
+	// calls its function: a function of no state, so the timer makes no
+	// closure until it is first armed (fire), and one that is never
+	// armed makes none.
+	handler func(*Endpoint) tcpip.Error
 }
 
-// init initializes the timer. Once it expires the function callback
-// passed will be called.
-func (t *timer) init(clock tcpip.Clock, f func()) {
+// init initializes the timer. Once it expires handler will be called
+// with ep, under ep's lock (handleTimer).
+func (t *timer) init(ep *Endpoint, handler func(*Endpoint) tcpip.Error) {
 	t.state = timerStateDisabled
-	t.clock = clock
-	t.callback = f
+	t.ep = ep
+	t.handler = handler
 }
+
+// fire is the clock timer's function: the handler, under the lock.
+// cleanup leaves ep and handler, so a clock timer that fires after it
+// still finds them (the handler then sees the timer uninitialized).
+func (t *timer) fire() { handleTimer(t.ep, t.handler) }
 
 // cleanup frees all resources associated with the timer.
 func (t *timer) cleanup() {
@@ -87,7 +98,11 @@ func (t *timer) cleanup() {
 		return
 	}
 	t.timer.Stop()
-	*t = timer{}
+	// ustack: ep and handler stay, unwritten, for a clock timer that
+	// fires after this (fire reads them without the lock).
+	t.state = timerUninitialized
+	t.target, t.clockTarget = tcpip.MonotonicTime{}, tcpip.MonotonicTime{}
+	t.timer = nil
 }
 
 // isUninitialized returns true if the timer is in the uninitialized state. This
@@ -110,7 +125,7 @@ func (t *timer) checkExpiration() bool {
 
 	// The timer is enabled, but it may have expired early. Check if that's
 	// the case, and if so, reset the runtime timer to the correct time.
-	now := t.clock.NowMonotonic()
+	now := t.ep.stack.Clock().NowMonotonic()
 	if now.Before(t.target) {
 		t.clockTarget = t.target
 		t.timer.Reset(t.target.Sub(now))
@@ -152,7 +167,7 @@ func (t *timer) enabled() bool {
 
 // enable enables the timer, programming the runtime timer if necessary.
 func (t *timer) enable(d time.Duration) {
-	t.enableAt(t.clock.NowMonotonic(), d)
+	t.enableAt(t.ep.stack.Clock().NowMonotonic(), d)
 }
 
 // enableAt is enable for a caller that has just read the clock: now (ustack).
@@ -172,7 +187,7 @@ func (t *timer) enableAt(now tcpip.MonotonicTime, d time.Duration) {
 // the given duration if it does.
 func (t *timer) resetOrStart(d time.Duration) {
 	if t.timer == nil {
-		t.timer = t.clock.AfterFunc(d, t.callback)
+		t.timer = t.ep.stack.Clock().AfterFunc(d, t.fire)
 	} else {
 		t.timer.Reset(d)
 	}
