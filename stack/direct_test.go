@@ -140,10 +140,11 @@ func TestScriptDirectWriteDeclines(t *testing.T) {
 
 // TestScriptFrameTemplate: a connection's data segments take their
 // Ethernet and network headers from a template made by its first
-// (netstack patch 0090); each change the template holds is seen by the
-// next segment: the neighbour's link address, the protocol's default
-// TTL, the connection's own TTL; and once ustack's address is removed
-// no segment leaves from it.
+// (netstack patch 0090) and kept while nothing changes; each change the
+// template holds is seen by the next segment, which makes a new one: the
+// neighbour's link address, the protocol's default TTL, the connection's
+// own TTL; and once ustack's address is removed no segment leaves from
+// it.
 func TestScriptFrameTemplate(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
 		name := map[bool]string{false: "ipv4", true: "ipv6"}[v6]
@@ -186,24 +187,38 @@ func TestScriptFrameTemplate(t *testing.T) {
 				p.Send(seg{Flags: "A", Seq: 1, Ack: seq})
 				return dst, ttl
 			}
-			before := p.s.Stats().TCPSegmentsDirect
-			if mac, hops := send('a'); mac != p.peerMAC || hops != 64 {
-				t.Fatalf("first segment: to %v with TTL %d, want %v and 64", mac, hops, p.peerMAC)
+			before, made0 := p.s.Stats().TCPSegmentsDirect, ns.FrameTemplatesMade()
+			// made checks how many templates the segments since the
+			// last call made.
+			made := func(what string, want uint64) {
+				t.Helper()
+				if n := ns.FrameTemplatesMade() - made0; n != want {
+					t.Errorf("%s: %d frame templates made, want %d", what, n, want)
+				}
+				made0 += want
 			}
+			for _, b := range []byte("abc") {
+				if mac, hops := send(b); mac != p.peerMAC || hops != 64 {
+					t.Fatalf("segment %q: to %v with TTL %d, want %v and 64", b, mac, hops, p.peerMAC)
+				}
+			}
+			made("three segments", 1)
 			moved := tcpip.LinkAddress([]byte{2, 0, 0, 0, 3, 9})
 			if err := ns.AddStaticNeighbor(nicID, proto, peer, moved); err != nil {
 				t.Fatal(err)
 			}
-			if mac, _ := send('b'); mac != moved {
+			if mac, _ := send('d'); mac != moved {
 				t.Errorf("after the neighbour moved: to %v, want %v", mac, moved)
 			}
+			made("after the neighbour moved", 1)
 			opt := tcpip.DefaultTTLOption(33)
 			if err := ns.SetNetworkProtocolOption(proto, &opt); err != nil {
 				t.Fatal(err)
 			}
-			if _, hops := send('c'); hops != 33 {
+			if _, hops := send('e'); hops != 33 {
 				t.Errorf("after the default TTL became 33: TTL %d", hops)
 			}
+			made("after the default TTL changed", 1)
 			ttlOpt := tcpip.IPv4TTLOption
 			if v6 {
 				ttlOpt = tcpip.IPv6HopLimitOption
@@ -211,21 +226,25 @@ func TestScriptFrameTemplate(t *testing.T) {
 			if err := c.(*tcpConn).ep.SetSockOptInt(ttlOpt, 17); err != nil {
 				t.Fatal(err)
 			}
-			if _, hops := send('d'); hops != 17 {
+			if _, hops := send('f'); hops != 17 {
 				t.Errorf("after the connection's TTL became 17: TTL %d", hops)
 			}
+			if _, hops := send('g'); hops != 17 {
+				t.Errorf("the next segment: TTL %d, want 17", hops)
+			}
+			made("after the connection's TTL changed", 1)
 			if badSum {
 				t.Error("a frame's IP header had a wrong length or checksum")
 			}
-			if direct := p.s.Stats().TCPSegmentsDirect - before; direct < 4 {
-				t.Errorf("%d of the 4 data segments were written direct", direct)
+			if direct := p.s.Stats().TCPSegmentsDirect - before; direct < 7 {
+				t.Errorf("%d of the 7 data segments were written direct", direct)
 			}
 			local := tcpip.AddrFromSlice(p.remote.Addr().AsSlice())
 			if err := ns.RemoveAddress(nicID, local); err != nil {
 				t.Fatal(err)
 			}
 			src = tcpip.Address{}
-			c.Write([]byte{'e'})
+			c.Write([]byte{'h'})
 			if s, ok := p.next(50 * time.Millisecond); ok || src == local {
 				t.Errorf("after ustack's address was removed, sent %v from %v", s, src)
 			}

@@ -76,6 +76,11 @@ type FrameKey struct {
 // next segment of each connection makes its own anew.
 func (s *Stack) InvalidateFrameTemplates() { s.frameEpoch.Add(1) }
 
+// FrameTemplatesMade returns how many frame templates
+// PrepareFrameTemplate has made: once per connection that sends, and
+// again after each change the epoch records.
+func (s *Stack) FrameTemplatesMade() uint64 { return s.frameTemplates.Load() }
+
 // FrameTemplateCurrent reports whether t was made by
 // PrepareFrameTemplate for r and key and still holds: nothing it copied
 // has changed since, the stack still takes direct frames, and r is
@@ -141,6 +146,7 @@ func (r *Route) PrepareFrameTemplate(params NetworkHeaderParams, key FrameKey, t
 		}
 		dst = addr
 	}
+	s.frameTemplates.Add(1)
 	*t = FrameTemplate{route: r, epoch: epoch, key: key, hl: uint8(header.EthernetMinimumSize + hl)}
 	header.Ethernet(t.hdr[:]).Encode(&header.EthernetFields{SrcAddr: n.LinkAddress(), DstAddr: dst, Type: r.NetProto()})
 	ip := t.hdr[header.EthernetMinimumSize:t.hl]

@@ -128,6 +128,8 @@ type Stack struct {
 	// a neighbour's state or link address, a protocol's default TTL
 	// (ustack, patch 0090).
 	frameEpoch atomic.Uint32
+	// frameTemplates counts the frame templates made (patch 0090).
+	frameTemplates atomic.Uint64
 
 	// tables are the iptables packet filtering and manipulation rules.
 	// TODO(gvisor.dev/issue/4595): S/R this field.
@@ -1158,6 +1160,8 @@ func (s *Stack) SetNICAddress(id tcpip.NICID, addr tcpip.LinkAddress) tcpip.Erro
 		return &tcpip.ErrUnknownNICID{}
 	}
 	nic.NetworkLinkEndpoint.SetLinkAddress(addr)
+	// ustack: frame templates hold the NIC's address (patch 0090).
+	s.InvalidateFrameTemplates()
 	return nil
 }
 

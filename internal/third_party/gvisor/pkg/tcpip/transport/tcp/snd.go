@@ -211,6 +211,7 @@ type sender struct {
 	// frame is the connection's frame headers, kept from one data
 	// segment the link writes itself to the next (sendFrameDirect);
 	// made by the first (ustack, patch 0090).
+	// +checklocks:ep.mu
 	frame *stack.FrameTemplate `state:"nosave"`
 
 	// spuriousRecovery indicates whether the sender entered recovery

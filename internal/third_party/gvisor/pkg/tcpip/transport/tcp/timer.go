@@ -99,7 +99,10 @@ func (t *timer) cleanup() {
 	}
 	t.timer.Stop()
 	// ustack: ep and handler stay, unwritten, for a clock timer that
-	// fires after this (fire reads them without the lock).
+	// fires after this (fire reads them without the lock). A timer
+	// enabled after cleanup (upstream's code never does) is marked
+	// enabled but arms no clock timer: it never fires, where upstream
+	// would have crashed on its zeroed clock.
 	t.state = timerUninitialized
 	t.target, t.clockTarget = tcpip.MonotonicTime{}, tcpip.MonotonicTime{}
 	t.timer = nil
