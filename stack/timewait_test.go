@@ -14,22 +14,31 @@ import (
 func TestMemTimeWaitBounded(t *testing.T) {
 	const max, n = 8, 20
 	mp := newMemPairWith(t, Spin, func(c *Config) { c.MaxTimeWait = max })
-	ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 7).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("bye"))
-			c.Close()
-		}
-	}()
+	// A listener per connection: the client draws each ephemeral port
+	// at random (from 49,536), and a SYN that repeats a connection's
+	// four-tuple while the server holds it in TIME-WAIT ends that
+	// TIME-WAIT early (netstack's handleTimeWaitSegment: a new SYN),
+	// which neither count records; the wait below then ran out (CI,
+	// once). Distinct server ports make every four-tuple distinct.
 	for i := 0; i < n; i++ {
-		c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), 7).String())
+		ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), uint16(7000+i)).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte("bye"))
+				c.Close()
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), uint16(7000+i)).String())
 		if err != nil {
 			t.Fatal(err)
 		}
