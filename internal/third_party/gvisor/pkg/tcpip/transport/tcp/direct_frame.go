@@ -69,9 +69,12 @@ func (e *Endpoint) sendFrameDirect(pkt *stack.PacketBuffer, flags header.TCPFlag
 			return false, nil
 		}
 		e.snd.frame = t
-	} else if e.getExperimentOptionValue(e.route) != 0 {
+	} else if e.ops.GetExperimentOptionValue() != 0 && e.getExperimentOptionValue(e.route) != 0 {
 		// The experiment option is the one header field the template
-		// cannot hold: such a segment takes the ordinary path.
+		// cannot hold: such a segment takes the ordinary path. (The
+		// endpoint's own value first: getExperimentOptionValue looks
+		// the NIC up under the stack's lock, for a value that is
+		// almost always zero.)
 		return false, nil
 	}
 	options := e.segmentOptions(flags)
