@@ -246,7 +246,9 @@ func (e *neighborEntry) cancelTimerLocked() {
 }
 
 // changedLocked notes that the entry's state or link address changed:
-// the frame templates made from it are stale (ustack, patch 0090).
+// the frame templates made from it are stale (ustack, patch 0090). Each
+// assignment of a new link address calls it, and setStateLocked for a
+// state that differs.
 //
 // +checklocks:e.mu.neighborEntryRWMutex
 func (e *neighborEntry) changedLocked() {
@@ -278,9 +280,12 @@ func (e *neighborEntry) removeLocked() {
 // +checklocks:e.mu.neighborEntryRWMutex
 func (e *neighborEntry) setStateLocked(next NeighborState) {
 	e.cancelTimerLocked()
-	e.changedLocked()
 
 	prev := e.mu.neigh.State
+	if next != prev {
+		// Not for a refresh (Reachable again): the templates hold.
+		e.changedLocked()
+	}
 	e.mu.neigh.State = next
 	e.mu.neigh.UpdatedAt = e.cache.nic.stack.clock.NowMonotonic()
 	config := e.nudState.Config()

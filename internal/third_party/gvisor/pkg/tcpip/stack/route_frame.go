@@ -184,7 +184,7 @@ func (r *Route) WriteTCPFrame(t *FrameTemplate, tcp []byte, pkt *PacketBuffer, h
 	defer frameHeaders.Put(bp)
 	buf := bp[:]
 	hl := copy(buf, t.hdr[:t.hl])
-	if ipLen == header.IPv4MinimumSize {
+	if r.NetProto() == header.IPv4ProtocolNumber {
 		ip := header.IPv4(buf[header.EthernetMinimumSize:])
 		total := uint16(header.IPv4MinimumSize + size)
 		ip.SetTotalLength(total)
