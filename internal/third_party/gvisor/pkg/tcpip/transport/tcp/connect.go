@@ -142,29 +142,36 @@ func timerHandler(e *Endpoint, f func() tcpip.Error) func() {
 	return func() { handleTimer(e, func(*Endpoint) tcpip.Error { return f() }) }
 }
 
+// timerFailedLocked ends the endpoint with a timer handler's error and
+// unlocks it (ustack: handleTimer's and timerClockFired's).
+// +checklocksrelease:e.mu
+func (e *Endpoint) timerFailedLocked(err tcpip.Error) {
+	e.lastErrorMu.Lock()
+	// If the handler timed out and we have a lastError recorded (maybe due
+	// to an ICMP message received), promote it to be the hard error.
+	if _, isTimeout := err.(*tcpip.ErrTimeout); e.lastError != nil && isTimeout {
+		e.hardError = e.lastError
+	} else {
+		e.hardError = err
+	}
+	e.lastError = err
+	e.lastErrorMu.Unlock()
+	e.cleanupLocked()
+	e.setEndpointState(StateError)
+	e.mu.Unlock()
+	e.waiterQueue.Notify(waiter.EventHUp | waiter.EventErr | waiter.ReadableEvents | waiter.WritableEvents)
+}
+
 // handleTimer is timerHandler's function: f(e) with e's mutex held, then
 // the cleanup or the processor's notification (ustack, patch 0091: the
-// body of upstream's closure, shared with timer.fire).
+// body of upstream's closure).
 func handleTimer(e *Endpoint, f func(*Endpoint) tcpip.Error) {
 	e.mu.Lock()
 	// ustack: an ACK the fast path left pending before the timer
 	// acts on what it acknowledges (patch 0084).
 	e.runLateAckLocked()
 	if err := f(e); err != nil {
-		e.lastErrorMu.Lock()
-		// If the handler timed out and we have a lastError recorded (maybe due
-		// to an ICMP message received), promote it to be the hard error.
-		if _, isTimeout := err.(*tcpip.ErrTimeout); e.lastError != nil && isTimeout {
-			e.hardError = e.lastError
-		} else {
-			e.hardError = err
-		}
-		e.lastError = err
-		e.lastErrorMu.Unlock()
-		e.cleanupLocked()
-		e.setEndpointState(StateError)
-		e.mu.Unlock()
-		e.waiterQueue.Notify(waiter.EventHUp | waiter.EventErr | waiter.ReadableEvents | waiter.WritableEvents)
+		e.timerFailedLocked(err)
 		return
 	}
 	processor := e.protocol.dispatcher.selectProcessor(e.ID)

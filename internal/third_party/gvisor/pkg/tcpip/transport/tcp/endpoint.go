@@ -635,6 +635,12 @@ type Endpoint struct {
 	// for tcp.DefaultTCPTimeWaitTimeout seconds.
 	timeWaitTimer tcpip.Timer `state:"nosave"`
 
+	// timerClock is the clock timer the endpoint's TCP timers share
+	// (ustack, timer.go), made when one is first enabled; timerClockAt is
+	// when it is set to fire, zero while it is not set.
+	timerClock   tcpip.Timer         `state:"nosave"`
+	timerClockAt tcpip.MonotonicTime `state:"nosave"`
+
 	// listenCtx is used by listening endpoints to store state used while listening for
 	// connections. Nil otherwise.
 	// The context remains fixed while child handshakes run. Restore reinstalls
@@ -1291,6 +1297,8 @@ func (e *Endpoint) cleanupLocked() {
 	// the client.
 	e.closePendingAcceptableConnectionsLocked()
 	e.keepalive.timer.cleanup()
+	// ustack: the timers' shared clock timer (timer.go).
+	e.stopTimerClock()
 
 	if e.isRegistered {
 		e.stack.StartTransportEndpointCleanup(e.effectiveNetProtos, ProtocolNumber, e.TransportEndpointInfo.ID, e, e.boundPortFlags, e.boundBindToDevice)

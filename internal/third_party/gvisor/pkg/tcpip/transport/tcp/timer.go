@@ -27,85 +27,61 @@ const (
 	timerUninitialized timerState = iota
 	// The timer is disabled.
 	timerStateDisabled
-	// The timer is enabled, but the clock timer may be set to an earlier
-	// expiration time due to a previous orphaned state.
+	// The timer is enabled: its handler runs once the endpoint's clock
+	// timer fires at or after target.
 	timerStateEnabled
-	// The timer is disabled, but the clock timer is enabled, which means that
-	// it will cause a spurious wakeup unless the timer is enabled before the
-	// clock timer fires.
-	timerStateOrphaned
 )
 
-// timer is a timer implementation that reduces the interactions with the
-// clock timer infrastructure by letting timers run (and potentially
-// eventually expire) even if they are stopped. It makes it cheaper to
-// disable/reenable timers at the expense of spurious wakes. This is useful for
-// cases when the same timer is disabled/reenabled repeatedly with relatively
-// long timeouts farther into the future.
+// timer is one of an endpoint's TCP timers (retransmission, probe,
+// reordering, cork, delayed ACK, keepalive).
 //
-// TCP retransmit timers benefit from this because they the timeouts are long
-// (currently at least 200ms), and get disabled when acks are received, and
-// reenabled when new pending segments are sent.
+// ustack: an endpoint's timers share one clock timer (the endpoint's
+// timerClock), set for the earliest target among them; when it fires,
+// timerClockFired runs the handler of each enabled timer under the
+// endpoint's lock, and a timer not yet due sets the clock for itself
+// again. Upstream gave each timer a clock timer of its own: an idle
+// connection kept three of them (retransmission, probe and delayed ACK,
+// each armed once), about 150 bytes each with its closure.
 //
-// It is advantageous to avoid interacting with the clock because it acquires
-// a global mutex and performs O(log n) operations, where n is the global number
-// of timers, whenever a timer is enabled or disabled, and may make a syscall.
+// As upstream's, it reduces the interactions with the clock by letting
+// the clock timer run (and fire for nothing) when a timer is disabled:
+// disabling is cheaper and re-enabling with a later target costs nothing.
+// TCP's retransmission timer benefits: its timeouts are long (at least
+// 200ms), and it is disabled when acks arrive and enabled again when new
+// segments are sent. Interacting with the clock takes a runtime lock and
+// performs O(log n) operations on the runtime's timers.
 //
-// This struct is thread-compatible.
+// This struct is thread-compatible: it is used under its endpoint's lock.
 type timer struct {
 	state timerState
 
 	// ep is the endpoint whose handler runs, under its lock, when the
-	// timer expires; its stack's clock is the timer's (ustack, patch
-	// 0091: where a clock and a closure made for every timer were).
+	// timer expires; its stack's clock is the timer's.
 	ep *Endpoint
 
 	// target is the expiration time of the current timer. It is only
 	// meaningful in the enabled state.
 	target tcpip.MonotonicTime
 
-	// clockTarget is the expiration time of the clock timer. It is
-	// meaningful in the enabled and orphaned states.
-	clockTarget tcpip.MonotonicTime
-
-	// timer is the clock timer used to wait on.
-	timer tcpip.Timer
-
-	// handler is called with ep when the timer expires, as timerHandler
-	// calls its function: a function of no state, so the timer makes no
-	// closure until it is first armed (fire), and one that is never
-	// armed makes none.
+	// handler is called with ep when the timer expires: a function of no
+	// state (resendTimerExpired and the like), so a timer holds no
+	// closure.
 	handler func(*Endpoint) tcpip.Error
 }
 
 // init initializes the timer. Once it expires handler will be called
-// with ep, under ep's lock (handleTimer).
+// with ep, under ep's lock (timerClockFired).
 func (t *timer) init(ep *Endpoint, handler func(*Endpoint) tcpip.Error) {
 	t.state = timerStateDisabled
 	t.ep = ep
 	t.handler = handler
 }
 
-// fire is the clock timer's function: the handler, under the lock.
-// cleanup leaves ep and handler, so a clock timer that fires after it
-// still finds them (the handler then sees the timer uninitialized).
-func (t *timer) fire() { handleTimer(t.ep, t.handler) }
-
-// cleanup frees all resources associated with the timer.
+// cleanup disables the timer for good: it is never enabled again (the
+// endpoint's cleanup stops the shared clock timer, stopTimerClock).
 func (t *timer) cleanup() {
-	if t.timer == nil {
-		// No cleanup needed.
-		return
-	}
-	t.timer.Stop()
-	// ustack: ep and handler stay, unwritten, for a clock timer that
-	// fires after this (fire reads them without the lock). A timer
-	// enabled after cleanup (upstream's code never does) is marked
-	// enabled but arms no clock timer: it never fires, where upstream
-	// would have crashed on its zeroed clock.
 	t.state = timerUninitialized
-	t.target, t.clockTarget = tcpip.MonotonicTime{}, tcpip.MonotonicTime{}
-	t.timer = nil
+	t.target = tcpip.MonotonicTime{}
 }
 
 // isUninitialized returns true if the timer is in the uninitialized state. This
@@ -114,24 +90,17 @@ func (t *timer) isUninitialized() bool {
 	return t.state == timerUninitialized
 }
 
-// checkExpiration checks if the given timer has actually expired, it should be
-// called whenever the callback function is called, and is used to check if it's
-// a spurious timer expiration (due to a previously orphaned timer) or a
-// legitimate one.
+// checkExpiration checks if the given timer has actually expired. It is
+// called by the timer's handler: the handler runs for every enabled timer
+// when the endpoint's clock timer fires, so this tells a timer that is
+// due from one that is not, which sets the clock for its target again.
 func (t *timer) checkExpiration() bool {
-	// Transition to fully disabled state if we're just consuming an
-	// orphaned timer.
-	if t.state == timerStateOrphaned {
-		t.state = timerStateDisabled
+	if t.state != timerStateEnabled {
 		return false
 	}
-
-	// The timer is enabled, but it may have expired early. Check if that's
-	// the case, and if so, reset the runtime timer to the correct time.
 	now := t.ep.stack.Clock().NowMonotonic()
 	if now.Before(t.target) {
-		t.clockTarget = t.target
-		t.timer.Reset(t.target.Sub(now))
+		t.ep.armTimerClock(now, t.target)
 		return false
 	}
 
@@ -141,57 +110,94 @@ func (t *timer) checkExpiration() bool {
 	return true
 }
 
-// disable disables the timer, leaving it in an orphaned state if it wasn't
-// already disabled.
+// disable disables the timer. The clock timer stays set: if no timer is
+// due when it fires, it fires for nothing.
 func (t *timer) disable() {
-	if t.state != timerStateDisabled {
-		t.state = timerStateOrphaned
+	if t.state == timerStateEnabled {
+		t.state = timerStateDisabled
 	}
 }
 
 // enabled returns true if the timer is currently enabled, false otherwise.
-// stop disables the timer and, unlike disable, stops the clock timer too,
-// so that a timer armed and cancelled on every round trip (the delayed
-// ACK) costs no wakeup when cancelled (ustack).
-func (t *timer) stop() {
-	if t.state != timerStateEnabled {
-		return
-	}
-	if t.timer != nil && t.timer.Stop() {
-		t.state = timerStateDisabled
-		return
-	}
-	t.state = timerStateOrphaned
-}
-
 func (t *timer) enabled() bool {
 	return t.state == timerStateEnabled
 }
 
-// enable enables the timer, programming the runtime timer if necessary.
+// enable enables the timer, programming the clock timer if necessary.
 func (t *timer) enable(d time.Duration) {
 	t.enableAt(t.ep.stack.Clock().NowMonotonic(), d)
 }
 
 // enableAt is enable for a caller that has just read the clock: now (ustack).
 func (t *timer) enableAt(now tcpip.MonotonicTime, d time.Duration) {
-	t.target = now.Add(d)
-
-	// Check if we need to set the runtime timer.
-	if t.state == timerStateDisabled || t.target.Before(t.clockTarget) {
-		t.clockTarget = t.target
-		t.resetOrStart(d)
+	if t.state == timerUninitialized {
+		// Cleaned up (upstream's code never enables such a timer).
+		return
 	}
-
+	t.target = now.Add(d)
 	t.state = timerStateEnabled
+	t.ep.armTimerClock(now, t.target)
 }
 
-// resetOrStart creates the timer if it doesn't already exist or resets it with
-// the given duration if it does.
-func (t *timer) resetOrStart(d time.Duration) {
-	if t.timer == nil {
-		t.timer = t.ep.stack.Clock().AfterFunc(d, t.fire)
-	} else {
-		t.timer.Reset(d)
+// armTimerClock sets the endpoint's clock timer to fire at target, unless
+// it is set to fire at or before it already. now is the clock's reading.
+// +checklocks:e.mu
+func (e *Endpoint) armTimerClock(now, target tcpip.MonotonicTime) {
+	if e.timerClockAt != (tcpip.MonotonicTime{}) && !target.Before(e.timerClockAt) {
+		return
+	}
+	e.timerClockAt = target
+	d := target.Sub(now)
+	if e.timerClock == nil {
+		e.timerClock = e.stack.Clock().AfterFunc(d, e.timerClockFired)
+		return
+	}
+	e.timerClock.Reset(d)
+}
+
+// stopTimerClock stops the endpoint's clock timer: its timers are
+// cleaned up.
+// +checklocks:e.mu
+func (e *Endpoint) stopTimerClock() {
+	if e.timerClock != nil {
+		e.timerClock.Stop()
+	}
+	e.timerClockAt = tcpip.MonotonicTime{}
+}
+
+// timerClockFired is the endpoint's clock timer's function: under the
+// endpoint's lock, the handler of every enabled timer, in a fixed order
+// (each handler's checkExpiration tells whether its timer is due, and
+// sets the clock again for one that is not); then, as upstream's handler
+// did, the processor is told of segments that waited for the lock.
+func (e *Endpoint) timerClockFired() {
+	e.mu.Lock()
+	// ustack: an ACK the fast path left pending before the timers act
+	// on what it acknowledges (patch 0084).
+	e.runLateAckLocked()
+	// The clock has fired: it is set again by the first timer that asks.
+	e.timerClockAt = tcpip.MonotonicTime{}
+	var all [6]*timer
+	timers := append(all[:0], &e.keepalive.timer)
+	if s := e.snd; s != nil {
+		timers = append(timers, &s.resendTimer, &s.probeTimer, &s.reorderTimer, &s.corkTimer, &s.delackTimer)
+	}
+	for _, t := range timers {
+		if t.state != timerStateEnabled {
+			continue
+		}
+		if err := t.handler(e); err != nil {
+			e.timerFailedLocked(err)
+			return
+		}
+	}
+	processor := e.protocol.dispatcher.selectProcessor(e.ID)
+	e.mu.Unlock()
+
+	// notify processor if there are pending segments to be
+	// processed. ustack: unless a link endpoint's goroutine will,
+	// after its receive burst (see UnlockUser).
+	if !e.segmentQueue.empty() && !e.pendingInline.Load() {
+		processor.queueEndpoint(e)
 	}
 }
