@@ -638,6 +638,8 @@ type Endpoint struct {
 	// timerClock is the clock timer the endpoint's TCP timers share
 	// (ustack, timer.go), made when one is first enabled; timerClockAt is
 	// when it is set to fire, zero while it is not set.
+	//
+	// +checklocks:mu
 	timerClock   tcpip.Timer         `state:"nosave"`
 	timerClockAt tcpip.MonotonicTime `state:"nosave"`
 

@@ -37,9 +37,9 @@ const (
 //
 // ustack: an endpoint's timers share one clock timer (the endpoint's
 // timerClock), set for the earliest target among them; when it fires,
-// timerClockFired runs the handler of each enabled timer under the
-// endpoint's lock, and a timer not yet due sets the clock for itself
-// again. Upstream gave each timer a clock timer of its own: an idle
+// timerClockFired runs the handler of each enabled timer that is due,
+// earliest first, under the endpoint's lock, and a timer not yet due
+// sets the clock for itself again. Upstream gave each timer a clock timer of its own: an idle
 // connection kept three of them (retransmission, probe and delayed ACK,
 // each armed once), about 150 bytes each with its closure.
 //
@@ -91,9 +91,9 @@ func (t *timer) isUninitialized() bool {
 }
 
 // checkExpiration checks if the given timer has actually expired. It is
-// called by the timer's handler: the handler runs for every enabled timer
-// when the endpoint's clock timer fires, so this tells a timer that is
-// due from one that is not, which sets the clock for its target again.
+// called by the timer's handler, which timerClockFired runs for a due
+// timer; one that is not due (enabled again meanwhile with a later
+// target) sets the clock for its target again.
 func (t *timer) checkExpiration() bool {
 	if t.state != timerStateEnabled {
 		return false
@@ -140,7 +140,10 @@ func (t *timer) enableAt(now tcpip.MonotonicTime, d time.Duration) {
 }
 
 // armTimerClock sets the endpoint's clock timer to fire at target, unless
-// it is set to fire at or before it already. now is the clock's reading.
+// it is set to fire at or before it already. now is the caller's reading
+// of the clock, which may be a segment's receive time, a batch old: the
+// clock then fires that much late (microseconds, against timeouts of a
+// millisecond and more), and so may every timer whose target it covers.
 // +checklocks:e.mu
 func (e *Endpoint) armTimerClock(now, target tcpip.MonotonicTime) {
 	if e.timerClockAt != (tcpip.MonotonicTime{}) && !target.Before(e.timerClockAt) {
@@ -165,11 +168,14 @@ func (e *Endpoint) stopTimerClock() {
 	e.timerClockAt = tcpip.MonotonicTime{}
 }
 
-// timerClockFired is the endpoint's clock timer's function: under the
-// endpoint's lock, the handler of every enabled timer, in a fixed order
-// (each handler's checkExpiration tells whether its timer is due, and
-// sets the clock again for one that is not); then, as upstream's handler
-// did, the processor is told of segments that waited for the lock.
+// timerClockFired is the endpoint's clock timer's function. Under the
+// endpoint's lock it runs the handler of every enabled timer that is due,
+// earliest target first, as the timers' own clock timers queued on the
+// lock in that order did: a reordering timeout that retransmits moves
+// the retransmission timer's target before that timer's turn comes. A
+// timer not yet due sets the clock for its target again. Then, as
+// upstream's handler did, the processor is told of segments that waited
+// for the lock.
 func (e *Endpoint) timerClockFired() {
 	e.mu.Lock()
 	// ustack: an ACK the fast path left pending before the timers act
@@ -182,8 +188,15 @@ func (e *Endpoint) timerClockFired() {
 	if s := e.snd; s != nil {
 		timers = append(timers, &s.resendTimer, &s.probeTimer, &s.reorderTimer, &s.corkTimer, &s.delackTimer)
 	}
+	byTarget(timers)
+	now := e.stack.Clock().NowMonotonic()
 	for _, t := range timers {
+		// An earlier handler may have changed it.
 		if t.state != timerStateEnabled {
+			continue
+		}
+		if now.Before(t.target) {
+			e.armTimerClock(now, t.target)
 			continue
 		}
 		if err := t.handler(e); err != nil {
@@ -199,5 +212,15 @@ func (e *Endpoint) timerClockFired() {
 	// after its receive burst (see UnlockUser).
 	if !e.segmentQueue.empty() && !e.pendingInline.Load() {
 		processor.queueEndpoint(e)
+	}
+}
+
+// byTarget orders timers by target, earliest first, keeping the order of
+// equal ones (an insertion sort: six at most).
+func byTarget(timers []*timer) {
+	for i := 1; i < len(timers); i++ {
+		for j := i; j > 0 && timers[j].target.Before(timers[j-1].target); j-- {
+			timers[j], timers[j-1] = timers[j-1], timers[j]
+		}
 	}
 }
