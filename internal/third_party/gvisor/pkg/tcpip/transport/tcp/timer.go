@@ -20,7 +20,7 @@ import (
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 )
 
-type timerState int
+type timerState uint8
 
 const (
 	// The timer has not been initialized yet or has been cleaned up.
@@ -54,6 +54,11 @@ const (
 // This struct is thread-compatible: it is used under its endpoint's lock.
 type timer struct {
 	state timerState
+
+	// due is set by timerClockFired for a timer it found due at its
+	// reading of the clock, so the handler's checkExpiration need not
+	// read it again.
+	due bool
 
 	// ep is the endpoint whose handler runs, under its lock, when the
 	// timer expires; its stack's clock is the timer's.
@@ -91,12 +96,17 @@ func (t *timer) isUninitialized() bool {
 }
 
 // checkExpiration checks if the given timer has actually expired. It is
-// called by the timer's handler, which timerClockFired runs for a due
-// timer; one that is not due (enabled again meanwhile with a later
-// target) sets the clock for its target again.
+// called by the timer's handler, which timerClockFired runs for a timer
+// it found due (due: no second reading of the clock); one that is not
+// due sets the clock for its target again.
 func (t *timer) checkExpiration() bool {
 	if t.state != timerStateEnabled {
 		return false
+	}
+	if t.due {
+		t.due = false
+		t.state = timerStateDisabled
+		return true
 	}
 	now := t.ep.stack.Clock().NowMonotonic()
 	if now.Before(t.target) {
@@ -199,7 +209,10 @@ func (e *Endpoint) timerClockFired() {
 			e.armTimerClock(now, t.target)
 			continue
 		}
-		if err := t.handler(e); err != nil {
+		t.due = true
+		err := t.handler(e)
+		t.due = false
+		if err != nil {
 			e.timerFailedLocked(err)
 			return
 		}
