@@ -39,9 +39,10 @@ const (
 // timerClock), set for the earliest target among them; when it fires,
 // timerClockFired runs the handler of each enabled timer that is due,
 // earliest first, under the endpoint's lock, and a timer not yet due
-// sets the clock for itself again. Upstream gave each timer a clock timer of its own: an idle
-// connection kept three of them (retransmission, probe and delayed ACK,
-// each armed once), about 150 bytes each with its closure.
+// sets the clock for itself again. Upstream gave each timer a clock
+// timer of its own: an idle connection kept three of them
+// (retransmission, probe and delayed ACK, each armed once), about 150
+// bytes each with its closure.
 //
 // As upstream's, it reduces the interactions with the clock by letting
 // the clock timer run (and fire for nothing) when a timer is disabled:
