@@ -110,18 +110,7 @@ func TestMemTimersShareAClockTimer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				io.Copy(c, c)
-			}()
-		}
-	}()
+	echo(t, ln)
 	const n = 50
 	made0 := clk.made.Load()
 	echoConns(t, mp, n)

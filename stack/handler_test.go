@@ -421,25 +421,17 @@ func TestMemHandlerConnectionMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { ln.Close() })
-			go func() {
+			acceptEach(ln, func(c net.Conn) {
+				defer c.Close()
+				b := make([]byte, 128)
 				for {
-					c, err := ln.Accept()
+					n, err := c.Read(b)
 					if err != nil {
 						return
 					}
-					go func() {
-						defer c.Close()
-						b := make([]byte, 128)
-						for {
-							n, err := c.Read(b)
-							if err != nil {
-								return
-							}
-							c.Write(b[:n])
-						}
-					}()
+					c.Write(b[:n])
 				}
-			}()
+			})
 		}
 		var before, after runtime.MemStats
 		settleHeap(&before)

@@ -133,6 +133,20 @@ func newMemPairCfg(t testing.TB, poll PollPolicy, cfgA, cfgB func(*Config)) *mem
 // echo serves ln with the echo server the demo and benchmark use.
 func echo(t testing.TB, ln net.Listener) { go echosrv.ServeTCP(ln) }
 
+// acceptEach accepts connections on ln until it closes, and serves each
+// on a goroutine of its own.
+func acceptEach(ln net.Listener, serve func(net.Conn)) {
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serve(c)
+		}
+	}()
+}
+
 func TestMemTCPEcho(t *testing.T) {
 	for _, policy := range []PollPolicy{Adaptive, Spin, Blocking} {
 		for _, fam := range []struct {

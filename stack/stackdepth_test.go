@@ -2,6 +2,7 @@ package stack
 
 import (
 	"io"
+	"net"
 	"net/netip"
 	"runtime"
 	"runtime/debug"
@@ -154,21 +155,13 @@ func TestMemConnectionHeap(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				b := make([]byte, 128)
-				n, _ := c.Read(b)
-				c.Write(b[:n])
-				c.Read(b) // until the client closes
-			}()
-		}
-	}()
+	acceptEach(ln, func(c net.Conn) {
+		defer c.Close()
+		b := make([]byte, 128)
+		n, _ := c.Read(b)
+		c.Write(b[:n])
+		c.Read(b) // until the client closes
+	})
 	const n = 2000
 	var before, after runtime.MemStats
 	settleHeap(&before) // what earlier tests closed, freed first

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"io"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -26,16 +27,10 @@ func TestMemTimeWaitBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Write([]byte("bye"))
-				c.Close()
-			}
-		}()
+		acceptEach(ln, func(c net.Conn) {
+			c.Write([]byte("bye"))
+			c.Close()
+		})
 	}
 	for i := 0; i < n; i++ {
 		c, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), uint16(7000+i)).String())
