@@ -363,7 +363,7 @@ func (e *Endpoint) coalesce(q *queue, d gstack.NetworkDispatcher, descs []xsk.De
 	for i := range frames {
 		frames[i] = q.io.Data(descs[i])
 	}
-	v := buffer.NewViewSize(offload.MergedLen(segs))
+	v := buffer.NewViewUnzeroed(offload.MergedLen(segs)) // Merge writes it all
 	offload.Merge(v.AsSlice(), frames, segs)
 	clear(frames)
 	q.rxCoalesced.Add(uint64(len(segs) - 1))

@@ -76,6 +76,12 @@ func getChunkPool(size int) *sync.Pool {
 type chunk struct {
 	chunkRefs
 	data []byte
+
+	// init is how many of data's first bytes hold what a view wrote or
+	// zeroes: a pooled chunk is not cleared when taken from its pool, so
+	// the bytes past init may hold a previous user's data, and a view
+	// that exposes them without writing them (Grow) clears them first.
+	init int `state:"nosave"`
 }
 
 func newChunk(size int) *chunk {
@@ -84,10 +90,11 @@ func newChunk(size int) *chunk {
 		c = &chunk{
 			data: make([]byte, size),
 		}
+		c.init = size
 	} else {
 		pool := getChunkPool(size)
 		c = pool.Get().(*chunk)
-		clear(c.data)
+		c.init = 0
 	}
 	c.InitRefs()
 	return c
@@ -102,12 +109,20 @@ func (c *chunk) destroy() {
 	pool.Put(c)
 }
 
+// wrote records that data[:end] has been written.
+func (c *chunk) wrote(end int) {
+	if end > c.init {
+		c.init = end
+	}
+}
+
 func (c *chunk) DecRef() {
 	c.chunkRefs.DecRef(c.destroy)
 }
 
 func (c *chunk) Clone() *chunk {
 	cpy := newChunk(len(c.data))
-	copy(cpy.data, c.data)
+	copy(cpy.data, c.data[:c.init])
+	cpy.init = max(cpy.init, c.init)
 	return cpy
 }

@@ -71,6 +71,16 @@ func NewViewSize(size int) *View {
 	return v
 }
 
+// NewViewUnzeroed is NewViewSize for a caller that writes every byte of
+// the view (through AsSlice) before any is read: they are not zeroed, and
+// may hold what the pooled chunk held before.
+func NewViewUnzeroed(size int) *View {
+	v := NewView(size)
+	v.chunk.wrote(size)
+	v.write = size
+	return v
+}
+
 // NewViewWithData creates a new view and initializes it with data. This
 // function should be used with caution to avoid unnecessary []byte allocations.
 // When in doubt use NewWithView to maximize chunk reuse in production
@@ -252,6 +262,7 @@ func (v *View) Write(p []byte) (int, error) {
 	}
 	n := copy(v.chunk.data[v.write:], p)
 	v.write += n
+	v.chunk.wrote(v.write)
 	if n < len(p) {
 		return n, io.ErrShortWrite
 	}
@@ -281,6 +292,7 @@ func (v *View) ReadFrom(r io.Reader) (n int64, err error) {
 		}
 		m, e := r.Read(v.availableSlice())
 		v.write += m
+		v.chunk.wrote(v.write)
 		n += int64(m)
 
 		if e == io.EOF {
@@ -325,6 +337,16 @@ func (v *View) Grow(n int) {
 	if v.write+n > v.Capacity() {
 		v.growCap(n)
 	}
+	if end := v.write + n; end > v.chunk.init {
+		// Bytes no view has written: zero them, in a chunk of v's own.
+		if v.sharesChunk() {
+			old := v.chunk
+			v.chunk = old.Clone()
+			old.DecRef()
+		}
+		clear(v.chunk.data[v.chunk.init:end])
+		v.chunk.init = end
+	}
 	v.write += n
 }
 
@@ -337,6 +359,7 @@ func (v *View) growCap(n int) {
 	old := v.AsSlice()
 	v.chunk = newChunk(v.Capacity() + n)
 	copy(v.chunk.data, old)
+	v.chunk.wrote(len(old))
 	v.read = 0
 	v.write = len(old)
 }
