@@ -10,4 +10,6 @@ var (
 	_ stack.WorkerPoller = workerPolled(nil)
 	_ tryWriter          = stack.TryWriter(nil)
 	_ stack.TryWriter    = tryWriter(nil)
+	_ lendWriter         = stack.LendWriter(nil)
+	_ stack.LendWriter   = lendWriter(nil)
 )

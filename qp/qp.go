@@ -129,6 +129,11 @@ type QPConfig struct {
 	// ustack connection, whose worker then calls the engine right after
 	// TCP processing, with no goroutine hand-off per message).
 	ReaderGoroutine bool
+	// CopyTransmit has the queue pair's transmit buffer copied into the
+	// connection's send buffer, as over any net.Conn, even where the
+	// connection can read it in place (ustack's: a lent write, see
+	// stack.LendWriter). For comparison.
+	CopyTransmit bool
 	// OnInput, if set, is called on the goroutine that runs the engine
 	// (ustack's worker, or the reader goroutine) each time it has taken
 	// in data from the peer, after placing it and writing its
@@ -254,8 +259,20 @@ type QP struct {
 	txMu  sync.Mutex
 	txbuf []byte
 	txn   int // bytes framed in txbuf
+	// txout: txbuf[:txout] is written out; txbuf[txout:txn] is not.
+	txout int
 	// txSealed: the FPDUs in txbuf[:txSealed] have their CRCs (txSeal).
 	txSealed int
+	// txb is txbuf's lendable holder; txLent is set once some of txbuf
+	// was lent to the connection (lender), which then reads it in place
+	// until the bytes are acknowledged: txbuf is then never rewritten,
+	// but swapped for a free one (txRenew).
+	txb    *txBuf
+	txLent bool
+	lender lendWriter
+	// txFree holds the transmit buffers the connection has let go of.
+	txFreeMu sync.Mutex
+	txFree   []*txBuf
 	msnOut   [numQN]uint32
 	conn     net.Conn
 	raw      syscall.RawConn // conn's, for tryWrite on a kernel socket
@@ -334,7 +351,8 @@ func (pd *PD) CreateQP(cfg QPConfig) (*QP, error) {
 		q.sq[i].inline = make([]byte, 0, cfg.MaxInline)
 	}
 	q.cur.sgl = make([]SGE, 0, max(cfg.MaxSGE, q.rq.maxSGE))
-	q.txbuf = make([]byte, txBufLen(cfg.MaxFPDU))
+	q.txb = q.newTxBuf()
+	q.txbuf = q.txb.b
 	q.stage = make([]byte, MaxFPDU)
 	pd.n.Add(1)
 	return q, nil
@@ -396,7 +414,10 @@ func (q *QP) reset() {
 	q.state, q.err = StateReset, nil
 	q.head, q.sent, q.tail, q.handed = 0, 0, 0, 0
 	q.ordH, q.ordN, q.respH, q.respN = 0, 0, 0, 0
-	q.txn, q.txSealed, q.msnOut, q.conn, q.raw = 0, 0, [numQN]uint32{}, nil, nil
+	if q.txLent {
+		q.txRenew()
+	}
+	q.txn, q.txout, q.txSealed, q.msnOut, q.conn, q.raw, q.lender = 0, 0, 0, [numQN]uint32{}, nil, nil, nil
 	q.stageN, q.msnIn, q.inMsg, q.moIn, q.failed = 0, [numQN]uint32{}, [numQN]bool{}, [numQN]uint32{}, false
 	q.draining, q.polled, q.fed = false, false, false
 	if q.srq == nil {

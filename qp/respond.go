@@ -27,7 +27,7 @@ func (q *QP) respond(block bool) bool {
 		}
 		r := q.resp[q.respH]
 		st := q.state
-		if !block && (st != StateRTS || r.kind == respTerminate || q.respFPDUs(&r)*q.cfg.MaxFPDU > len(q.txbuf)-q.txn) {
+		if !block && (st != StateRTS || r.kind == respTerminate || !q.txFits(q.respFPDUs(&r)*q.cfg.MaxFPDU)) {
 			q.mu.Unlock()
 			q.wake()
 			return false
@@ -92,7 +92,7 @@ func (q *QP) respondInline() {
 	q.respond(false)
 	if err := q.txTryFlush(); err != nil {
 		q.fail(&ConnError{err}, 0)
-	} else if q.txn > 0 {
+	} else if q.txPending() {
 		q.wake()
 	}
 }

@@ -73,6 +73,15 @@ func (q *QP) writeRaw(fd uintptr) bool {
 	return true // never wait for room
 }
 
+// lendWriter is stack.LendWriter (a connection that reads the bytes of a
+// write in place until they are acknowledged: ustack's TCP connections),
+// copied so that qp does not import netstack; capability_test.go holds
+// the two equal. Its Lender is any value with a Release method.
+type lendWriter interface {
+	WriteLent(b []byte, l interface{ Release() }) (int, error)
+	TryWriteLent(b []byte, l interface{ Release() }) (int, error)
+}
+
 // workerPolled is stack.WorkerPoller, copied so that qp does not import
 // netstack (capability_test.go holds the two equal): a transport that
 // reads the stream itself and hands what it read to a consumer on its own
@@ -94,6 +103,11 @@ func (q *QP) start(conn net.Conn) {
 	q.conn = conn
 	q.state = StateRTS
 	q.mu.Unlock()
+	if l, ok := conn.(lendWriter); ok && !q.cfg.CopyTransmit {
+		q.txMu.Lock()
+		q.lender = l
+		q.txMu.Unlock()
+	}
 	q.wg.Add(2)
 	if polled && wp.PollOnWorker(q.consumeData, q.afterInput, q.readDone) != nil {
 		polled = false

@@ -1,6 +1,9 @@
 package qp
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync/atomic"
+)
 
 // Framing out: posted send requests become FPDUs in the queue pair's
 // transmit buffer. pumpLocked (under txMu) takes requests in order,
@@ -15,10 +18,83 @@ import "encoding/binary"
 // carries in an FPDU of at most maxFPDU bytes.
 func maxPayload(maxFPDU, hdr int) int { return maxFPDU - fpduOverhead - hdr }
 
+// lendMin is the least a write lends of txbuf (lendWriter): below it
+// the copy into the send buffer costs less than the lent chunk, and a
+// small message (write_lat) keeps the path it had.
+const lendMin = 16 << 10
+
+// txBuf holds a transmit buffer that can be lent to the connection
+// (lendWriter): refs counts the queue pair's own reference and one for
+// each lend, and the buffer goes back on the queue pair's free list when
+// all are released.
+type txBuf struct {
+	b    []byte
+	refs atomic.Int32
+	q    *QP
+}
+
+// Release implements stack.Lender: the connection, or the queue pair
+// (txRenew), is done with the buffer. It runs on the worker with the
+// connection locked: it only takes txFreeMu.
+func (t *txBuf) Release() {
+	if t.refs.Add(-1) == 0 {
+		q := t.q
+		q.txFreeMu.Lock()
+		q.txFree = append(q.txFree, t)
+		q.txFreeMu.Unlock()
+	}
+}
+
+// newTxBuf returns a free transmit buffer, held once (the queue pair's).
+func (q *QP) newTxBuf() *txBuf {
+	var t *txBuf
+	q.txFreeMu.Lock()
+	if n := len(q.txFree); n > 0 {
+		t = q.txFree[n-1]
+		q.txFree[n-1] = nil
+		q.txFree = q.txFree[:n-1]
+	}
+	q.txFreeMu.Unlock()
+	if t == nil {
+		t = &txBuf{b: make([]byte, txBufLen(q.cfg.MaxFPDU)), q: q}
+	}
+	t.refs.Store(1)
+	return t
+}
+
+// txRenew starts txbuf afresh once all of it is written out: a lent one
+// is swapped for a free one (the connection may still read it), another
+// is reused. Caller holds txMu.
+func (q *QP) txRenew() {
+	if q.txLent {
+		old := q.txb
+		q.txb = q.newTxBuf()
+		q.txbuf = q.txb.b
+		q.txLent = false
+		old.Release()
+	}
+	q.txn, q.txout, q.txSealed = 0, 0, 0
+}
+
+// txFits reports whether n more bytes fit in txbuf, starting it afresh
+// if that makes room.
+func (q *QP) txFits(n int) bool {
+	if len(q.txbuf)-q.txn >= n {
+		return true
+	}
+	if q.txout == q.txn {
+		q.txRenew()
+	}
+	return len(q.txbuf)-q.txn >= n
+}
+
+// txPending reports whether txbuf holds bytes not yet written out.
+func (q *QP) txPending() bool { return q.txout < q.txn }
+
 // txReserve makes room for one FPDU in txbuf, writing out what is there
 // if need be.
 func (q *QP) txReserve() error {
-	if len(q.txbuf)-q.txn >= q.cfg.MaxFPDU {
+	if q.txFits(q.cfg.MaxFPDU) {
 		return nil
 	}
 	return q.txFlush()
@@ -27,14 +103,27 @@ func (q *QP) txReserve() error {
 // txTryFlush writes what of txbuf the connection takes without waiting
 // and keeps the rest, in order, for the next flush.
 func (q *QP) txTryFlush() error {
-	if q.txn == 0 {
+	if !q.txPending() {
 		return nil
 	}
 	q.txSeal()
-	n, err := q.tryWrite(q.txbuf[:q.txn])
-	if n > 0 {
-		q.txn = copy(q.txbuf, q.txbuf[n:q.txn])
-		q.txSealed = q.txn
+	b := q.txbuf[q.txout:q.txn]
+	var n int
+	var err error
+	if q.lender != nil && len(b) >= lendMin {
+		q.txb.refs.Add(1)
+		q.txLent = true
+		n, err = q.lender.TryWriteLent(b, q.txb)
+	} else {
+		n, err = q.tryWrite(b)
+	}
+	q.txout += n
+	if q.txout == q.txn && !q.txLent {
+		q.txn, q.txout, q.txSealed = 0, 0, 0
+	} else if n > 0 && !q.txLent {
+		// The rest to the front: txbuf is the queue pair's alone.
+		q.txn = copy(q.txbuf, q.txbuf[q.txout:q.txn])
+		q.txout, q.txSealed = 0, q.txn
 	}
 	return err
 }
@@ -49,12 +138,21 @@ func (q *QP) txSeal() {
 
 // txFlush writes txbuf to the connection.
 func (q *QP) txFlush() error {
-	if q.txn == 0 {
+	if !q.txPending() {
 		return nil
 	}
 	q.txSeal()
-	_, err := q.conn.Write(q.txbuf[:q.txn])
-	q.txn, q.txSealed = 0, 0
+	b := q.txbuf[q.txout:q.txn]
+	var err error
+	if q.lender != nil && len(b) >= lendMin {
+		q.txb.refs.Add(1)
+		q.txLent = true
+		_, err = q.lender.WriteLent(b, q.txb)
+	} else {
+		_, err = q.conn.Write(b)
+	}
+	q.txout = q.txn
+	q.txRenew()
 	return err
 }
 
@@ -181,7 +279,7 @@ func (q *QP) sendSegments(h *segHdr, p *payload) (bool, error) {
 	// does; the unlocks here are for the other ways out.
 	for first := true; first || left > 0; first = false {
 		if len(q.txbuf)-q.txn < q.cfg.MaxFPDU {
-			q.fillUnlock() // txReserve writes to the network
+			q.fillUnlock() // txReserve may write to the network
 		}
 		if err := q.txReserve(); err != nil {
 			q.fillUnlock()
@@ -252,7 +350,7 @@ func (q *QP) pumpLocked(block bool) {
 			q.mu.Unlock()
 			break
 		}
-		if !block && q.fpdus(&s.wr)*q.cfg.MaxFPDU > len(q.txbuf)-q.txn {
+		if !block && !q.txFits(q.fpdus(&s.wr)*q.cfg.MaxFPDU) {
 			q.mu.Unlock()
 			left = true
 			break
@@ -289,10 +387,10 @@ func (q *QP) pumpLocked(block bool) {
 		q.fail(&ConnError{err}, 0)
 		return
 	}
-	if left || q.txn > 0 {
+	if left || q.txPending() {
 		q.wake()
 	}
-	if q.txn > 0 {
+	if q.txPending() {
 		// Not all handed yet: the transmit goroutine's pump completes
 		// them after writing the rest.
 		q.mu.Lock()

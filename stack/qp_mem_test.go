@@ -31,6 +31,12 @@ func newQPEnd(t *testing.T) *qpEnd { return newQPEndCfg(t, false) }
 // newQPEndCfg is newQPEnd with QPConfig.ReaderGoroutine set to reader.
 func newQPEndCfg(t *testing.T, reader bool) *qpEnd {
 	t.Helper()
+	return newQPEndWith(t, func(c *qp.QPConfig) { c.ReaderGoroutine = reader })
+}
+
+// newQPEndWith is newQPEnd with its QPConfig changed by cfg.
+func newQPEndWith(t testing.TB, cfg func(*qp.QPConfig)) *qpEnd {
+	t.Helper()
 	dev := qp.NewDevice()
 	e := &qpEnd{pd: dev.AllocPD(), buf: make([]byte, 256<<10)}
 	var err error
@@ -40,9 +46,11 @@ func newQPEndCfg(t *testing.T, reader bool) *qpEnd {
 	if e.mr, err = e.pd.RegMR(e.buf, qp.LocalWrite|qp.RemoteWrite|qp.RemoteRead|qp.RemoteAtomic); err != nil {
 		t.Fatal(err)
 	}
-	cfg := qp.DefaultQPConfig(e.cq, e.cq)
-	cfg.ReaderGoroutine = reader
-	if e.q, err = e.pd.CreateQP(cfg); err != nil {
+	c := qp.DefaultQPConfig(e.cq, e.cq)
+	if cfg != nil {
+		cfg(&c)
+	}
+	if e.q, err = e.pd.CreateQP(c); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.q.Modify(qp.StateInit); err != nil {
@@ -52,7 +60,7 @@ func newQPEndCfg(t *testing.T, reader bool) *qpEnd {
 	return e
 }
 
-func (e *qpEnd) wait(t *testing.T, id uint64) qp.WC {
+func (e *qpEnd) wait(t testing.TB, id uint64) qp.WC {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -69,7 +77,7 @@ func (e *qpEnd) wait(t *testing.T, id uint64) qp.WC {
 }
 
 // connectQP connects a (dialing from stack da) to b (accepting on ln).
-func connectQP(t *testing.T, a, b *qpEnd, dial func(ctx context.Context) (net.Conn, error), ln net.Listener) {
+func connectQP(t testing.TB, a, b *qpEnd, dial func(ctx context.Context) (net.Conn, error), ln net.Listener) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -280,6 +288,60 @@ func BenchmarkMemQueuePairHandlerPingPong(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/rtt")
+}
+
+// BenchmarkMemQueuePairWriteBW is write_bw over the in-memory wire: lists
+// of four 64 KiB Writes, two lists in flight, with the transmit buffer
+// lent to the connection (the default over ustack) or copied into its
+// send buffer (QPConfig.CopyTransmit). ns/op is both stacks' CPU per
+// 256 KiB.
+func BenchmarkMemQueuePairWriteBW(b *testing.B) {
+	for _, lend := range []bool{true, false} {
+		name := "lend"
+		if !lend {
+			name = "copy"
+		}
+		b.Run(name, func(b *testing.B) {
+			mp := newMemPair(b, Spin)
+			ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 4795).String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ln.Close()
+			a := newQPEndWith(b, func(c *qp.QPConfig) { c.CopyTransmit = !lend })
+			c := newQPEndWith(b, nil)
+			connectQP(b, a, c, func(ctx context.Context) (net.Conn, error) {
+				return mp.a.DialContext(ctx, "tcp4", ln.Addr().String())
+			}, ln)
+			const msg, list = 64 << 10, 4
+			wrs := make([]qp.SendWR, list)
+			for k := range wrs {
+				wrs[k] = qp.SendWR{ID: uint64(k), Op: qp.WRWrite, SGL: []qp.SGE{{Len: msg, Key: a.mr.Key()}}, RemoteKey: c.mr.Key()}
+			}
+			wrs[list-1].Flags = qp.Signaled
+			b.SetBytes(msg * list)
+			b.ReportAllocs()
+			b.ResetTimer()
+			out := 0
+			for i := 0; i < b.N; i++ {
+				if _, err := a.q.PostSend(wrs); err != nil {
+					b.Fatal(err)
+				}
+				for out++; out >= 2; out-- {
+					a.wait(b, list-1)
+				}
+			}
+			for ; out > 0; out-- {
+				a.wait(b, list-1)
+			}
+			// A Send lands after every Write before it.
+			c.q.PostRecv([]qp.RecvWR{{ID: 7}})
+			a.q.PostSend([]qp.SendWR{{ID: 8, Op: qp.WRSend, Flags: qp.Signaled}})
+			a.wait(b, 8)
+			c.wait(b, 7)
+			b.StopTimer()
+		})
+	}
 }
 
 // TestMemQueuePairStackClose: closing a stack under a queue pair its

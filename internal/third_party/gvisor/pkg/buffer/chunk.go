@@ -82,6 +82,10 @@ type chunk struct {
 	// the bytes past init may hold a previous user's data, and a view
 	// that exposes them without writing them (Grow) clears them first.
 	init int `state:"nosave"`
+
+	// lent, if set, owns data (NewLentView): the chunk is never written
+	// to and goes back to lent when the last view of it is released.
+	lent Lender `state:"nosave"`
 }
 
 func newChunk(size int) *chunk {
@@ -101,6 +105,10 @@ func newChunk(size int) *chunk {
 }
 
 func (c *chunk) destroy() {
+	if c.lent != nil {
+		c.destroyLent()
+		return
+	}
 	if len(c.data) > MaxChunkSize {
 		c.data = nil
 		return

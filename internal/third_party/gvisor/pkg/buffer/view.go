@@ -129,7 +129,7 @@ func (v *View) Reset() {
 }
 
 func (v *View) sharesChunk() bool {
-	return v.chunk.refCount.Load() > 1
+	return v.chunk.refCount.Load() > 1 || v.chunk.lent != nil
 }
 
 // Full indicates the chunk is full.

@@ -1732,12 +1732,29 @@ func (e *Endpoint) isEndpointWritableLocked() (int, tcpip.Error) {
 	return avail, nil
 }
 
+// ViewPayloader is a Payloader whose bytes Write takes as views, without
+// copying them (ustack: memory lent to the send queue, buffer.NewLentView).
+type ViewPayloader interface {
+	tcpip.Payloader
+
+	// TakeViews returns a buffer of views of the next n of the
+	// payload's bytes, which are then read.
+	TakeViews(n int) buffer.Buffer
+}
+
 // readFromPayloader reads a slice from the Payloader.
 // +checklocks:e.mu
 // +checklocks:e.sndQueueInfo.sndQueueMu
 // +checklocksexclude:e.segmentQueue.mu
 // +checklocksexclude:e.pendingProcessingMu
 func (e *Endpoint) readFromPayloader(p tcpip.Payloader, opts tcpip.WriteOptions, avail int) (buffer.Buffer, tcpip.Error) {
+	if vp, ok := p.(ViewPayloader); ok {
+		// Nothing to copy: no reason to unlock.
+		if n := min(vp.Len(), avail); n > 0 {
+			return vp.TakeViews(n), nil
+		}
+		return buffer.Buffer{}, nil
+	}
 	// We can release locks while copying data.
 	//
 	// This is not possible if atomic is set, because we can't allow the
