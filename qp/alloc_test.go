@@ -96,6 +96,27 @@ func BenchmarkInputWrite(b *testing.B) {
 	}
 }
 
+// BenchmarkInputWriteRun is input of a 64 KiB Write as a coalesced
+// packet brings it: 46 FPDUs back to back in one call.
+func BenchmarkInputWriteRun(b *testing.B) {
+	q, _, _ := engine(b)
+	buf := make([]byte, 64<<10)
+	mr, _ := q.pd.RegMR(buf, LocalWrite|RemoteWrite)
+	most := maxPayload(1448, taggedHdrLen)
+	var run []byte
+	for off := 0; off < len(buf); off += most {
+		n := min(most, len(buf)-off)
+		seg := make([]byte, taggedHdrLen+n)
+		putTagged(seg, OpWrite, off+n == len(buf), mr.Key(), uint64(off))
+		run = append(run, frame(seg)...)
+	}
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for b.Loop() {
+		q.input(run)
+	}
+}
+
 func BenchmarkEncodeWrite(b *testing.B) {
 	for _, n := range []int{64, 65536} {
 		b.Run(itoa(n), func(b *testing.B) {

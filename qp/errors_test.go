@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -662,5 +663,55 @@ func TestDeregisteredReceiveBufferIsLocalProtectionError(t *testing.T) {
 	waitState(t, b.qp, StateError)
 	if !bytes.Equal(buf, make([]byte, 64)) {
 		t.Fatal("a deregistered buffer was written")
+	}
+}
+
+// TestFPDUsCheckedThreeAtATime: FPDUs that arrive three or more at once
+// have their CRCs checked together (handle3, where there is no fold);
+// a bad one among them is still found, the FPDUs before it placed and
+// none after it.
+func TestFPDUsCheckedThreeAtATime(t *testing.T) {
+	const n = 1400 // each FPDU past crc3Min
+	for bad := -1; bad < 4; bad++ {
+		t.Run(fmt.Sprintf("bad=%d", bad), func(t *testing.T) {
+			b, c := rawPeer(t)
+			postRecv(t, b.qp, RecvWR{ID: 1, SGL: []SGE{{60000, 64, b.mr.Key()}}})
+			want := make([]byte, 4*n)
+			var wire []byte
+			for i := 0; i < 4; i++ {
+				seg := make([]byte, taggedHdrLen+n)
+				putTagged(seg, OpWrite, true, b.mr.Key(), uint64(i*n))
+				for j := taggedHdrLen; j < len(seg); j++ {
+					seg[j] = byte(i*7 + j)
+				}
+				copy(want[i*n:], seg[taggedHdrLen:])
+				f := frame(seg)
+				if i == bad {
+					f[100] ^= 0x40
+				}
+				wire = append(wire, f...)
+			}
+			if bad < 0 {
+				c.Write(append(wire, frame(sendSegment(OpSend, 1, []byte("done")))...))
+				if wc := wait(t, b.rcq); wc.ID != 1 || wc.Status != StatusSuccess {
+					t.Fatalf("receive %+v", wc)
+				}
+				if !bytes.Equal(b.buf[:4*n], want) {
+					t.Fatal("the four Writes were not placed")
+				}
+				return
+			}
+			c.Write(wire)
+			if got := expectTerminate(t, c); got != termMPACRC {
+				t.Fatalf("Terminate %v, want %v", got, termMPACRC)
+			}
+			waitState(t, b.qp, StateError)
+			if !bytes.Equal(b.buf[:bad*n], want[:bad*n]) {
+				t.Fatal("a good FPDU before the bad one was not placed")
+			}
+			if !bytes.Equal(b.buf[bad*n:4*n], make([]byte, (4-bad)*n)) {
+				t.Fatal("the bad FPDU, or one after it, was placed")
+			}
+		})
 	}
 }

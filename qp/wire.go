@@ -254,6 +254,15 @@ func checkFPDU(f []byte) ([]byte, error) {
 	return f[fpduLenLen : fpduLenLen+n], nil
 }
 
+// crcOK3 reports whether the complete FPDUs a, b and c (as fpduLen says)
+// all carry their CRCs, computed together.
+func crcOK3(a, b, c []byte) bool {
+	ea, eb, ec := len(a)-crcLen, len(b)-crcLen, len(c)-crcLen
+	ca, cb, cc := checksum3(a[:ea], b[:eb], c[:ec])
+	return binary.LittleEndian.Uint32(a[ea:]) == ca && binary.LittleEndian.Uint32(b[eb:]) == cb &&
+		binary.LittleEndian.Uint32(c[ec:]) == cc
+}
+
 // DDP segment headers (RFC 5041 §4). The first byte is DDP's control
 // field: T (tagged), L (last segment of the message), reserved, DV (DDP
 // version, 1). The second is the ULP's, RDMAP's control field: RV (RDMAP
