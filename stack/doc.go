@@ -84,8 +84,10 @@
 // endpoint, allocation-free per Read and Write. Beyond net.Conn (and
 // CloseRead/CloseWrite) they offer, through an interface assertion,
 // PollOnWorker(consume, consumed, done) (WorkerPoller), which hands the connection's reading
-// to the worker, and TryWrite(b) (TryWriter), a Write that never waits: what a
-// protocol engine running on the worker needs. As sockets listen and
+// to the worker, TryWrite(b) (TryWriter), a Write that never waits, and
+// WriteLent/TryWriteLent (LendWriter), writes whose bytes netstack reads
+// in place until they are acknowledged instead of copying them (lend.go):
+// what a protocol engine running on the worker needs. As sockets listen and
 // dial, their (address, protocol, port) is added to the XDP program's
 // owned_ports table, and removed once the connection has finished
 // closing, so unrelated traffic to the same address keeps going to the
