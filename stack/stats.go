@@ -139,10 +139,12 @@ type Stats struct {
 	TCPFastMissSequence, TCPFastMissAck, TCPFastMissRecovery uint64
 
 	// Bytes connections read on the worker (WorkerPoller: queue pairs)
-	// were given: straight from the receive frame by the fast path's
-	// receive (PollBytesDirect: one copy, the consumer's), and from the
-	// receive queue (PollBytesQueued: the segments the fast path left to
-	// netstack, or that arrived while earlier bytes waited there).
+	// were given: straight from the received packet by the fast path's
+	// receive (PollBytesDirect: the consumer's copy is the bytes' only
+	// one, but for runs receive coalescing merged, whose bytes it copied
+	// first), and from the receive queue (PollBytesQueued: the segments
+	// the fast path left to netstack, or that arrived while earlier
+	// bytes waited there).
 	PollBytesDirect, PollBytesQueued uint64
 	// The bytes of PollBytesQueued by why they went to the receive
 	// queue, counted as they arrive there: slow (the segment took
