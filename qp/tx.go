@@ -66,6 +66,11 @@ func (q *QP) newTxBuf() *txBuf {
 // is swapped for a free one (the connection may still read it), another
 // is reused. Caller holds txMu.
 func (q *QP) txRenew() {
+	if q.txLent && q.txb.refs.Load() == 1 {
+		// Every lend released (or none took anything): txbuf is the
+		// queue pair's alone again. Lends are added only under txMu.
+		q.txLent = false
+	}
 	if q.txLent {
 		old := q.txb
 		q.txb = q.newTxBuf()

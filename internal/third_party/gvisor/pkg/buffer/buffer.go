@@ -189,8 +189,14 @@ func (b *Buffer) GrowTo(length int64, zero bool) {
 			sz = int(length - b.size)
 		}
 
-		// Zero the written section.
+		// Zero the written section, in a chunk of v's own (a shared or
+		// lent one is copied first).
 		if zero {
+			if v.sharesChunk() {
+				old := v.chunk
+				v.chunk = old.Clone()
+				old.DecRef()
+			}
 			clear(v.chunk.data[v.write : v.write+sz])
 		}
 

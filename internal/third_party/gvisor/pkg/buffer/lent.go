@@ -9,6 +9,11 @@ type Lender interface {
 	Release()
 }
 
+// noLender stands in for a nil Lender.
+type noLender struct{}
+
+func (noLender) Release() {}
+
 // lentPool holds chunks for lent memory: a chunk's data is the lender's.
 var lentPool = sync.Pool{New: func() any { return new(chunk) }}
 
@@ -18,6 +23,10 @@ var lentPool = sync.Pool{New: func() any { return new(chunk) }}
 // copies the chunk first, as for a shared one. The caller must not change
 // data before Release.
 func NewLentView(data []byte, l Lender) *View {
+	if l == nil {
+		// The lender marks the chunk lent: never written, never pooled.
+		l = noLender{}
+	}
 	c := lentPool.Get().(*chunk)
 	c.data, c.init, c.lent = data, len(data), l
 	c.InitRefs()

@@ -1749,7 +1749,9 @@ type ViewPayloader interface {
 // +checklocksexclude:e.pendingProcessingMu
 func (e *Endpoint) readFromPayloader(p tcpip.Payloader, opts tcpip.WriteOptions, avail int) (buffer.Buffer, tcpip.Error) {
 	if vp, ok := p.(ViewPayloader); ok {
-		// Nothing to copy: no reason to unlock.
+		// Nothing to copy: no reason to unlock, whatever opts.Atomic
+		// says (queueSegment's re-check for a non-atomic write finds
+		// the room it found here, and truncates nothing).
 		if n := min(vp.Len(), avail); n > 0 {
 			return vp.TakeViews(n), nil
 		}
