@@ -256,18 +256,18 @@ type QP struct {
 	respH  int
 	respN  int
 
-	txMu  sync.Mutex
-	txbuf []byte
-	txn   int // bytes framed in txbuf
+	txMu sync.Mutex
+	// txb holds the transmit buffer, txbuf (txb.b), and counts its lends.
+	txb *txBuf
+	txn int // bytes framed in txbuf
 	// txout: txbuf[:txout] is written out; txbuf[txout:txn] is not.
 	txout int
 	// txSealed: the FPDUs in txbuf[:txSealed] have their CRCs (txSeal).
 	txSealed int
-	// txb is txbuf's lendable holder; txLent is set once some of txbuf
-	// was lent to the connection (lender), which then reads it in place
-	// until the bytes are acknowledged: txbuf is then never rewritten,
-	// but swapped for a free one (txRenew).
-	txb    *txBuf
+	// txLent is set once some of txbuf was lent to the connection
+	// (lender), which then reads it in place until the bytes are
+	// acknowledged: txbuf is then never rewritten, but swapped for a
+	// free one (txRenew).
 	txLent bool
 	lender lendWriter
 	// txFree holds the transmit buffers the connection has let go of.
@@ -352,7 +352,6 @@ func (pd *PD) CreateQP(cfg QPConfig) (*QP, error) {
 	}
 	q.cur.sgl = make([]SGE, 0, max(cfg.MaxSGE, q.rq.maxSGE))
 	q.txb = q.newTxBuf()
-	q.txbuf = q.txb.b
 	q.stage = make([]byte, MaxFPDU)
 	pd.n.Add(1)
 	return q, nil

@@ -74,7 +74,6 @@ func (q *QP) txRenew() {
 	if q.txLent {
 		old := q.txb
 		q.txb = q.newTxBuf()
-		q.txbuf = q.txb.b
 		q.txLent = false
 		old.Release()
 	}
@@ -84,13 +83,24 @@ func (q *QP) txRenew() {
 // txFits reports whether n more bytes fit in txbuf, starting it afresh
 // if that makes room.
 func (q *QP) txFits(n int) bool {
-	if len(q.txbuf)-q.txn >= n {
+	if len(q.txb.b)-q.txn >= n {
 		return true
 	}
 	if q.txout == q.txn {
 		q.txRenew()
 	}
-	return len(q.txbuf)-q.txn >= n
+	return len(q.txb.b)-q.txn >= n
+}
+
+// lendTx reports whether b, txbuf's bytes to write, goes to the
+// connection lent, and if so takes the lend's reference to txbuf.
+func (q *QP) lendTx(b []byte) bool {
+	if q.lender == nil || len(b) < lendMin {
+		return false
+	}
+	q.txb.refs.Add(1)
+	q.txLent = true
+	return true
 }
 
 // txPending reports whether txbuf holds bytes not yet written out.
@@ -112,12 +122,10 @@ func (q *QP) txTryFlush() error {
 		return nil
 	}
 	q.txSeal()
-	b := q.txbuf[q.txout:q.txn]
+	b := q.txb.b[q.txout:q.txn]
 	var n int
 	var err error
-	if q.lender != nil && len(b) >= lendMin {
-		q.txb.refs.Add(1)
-		q.txLent = true
+	if q.lendTx(b) {
 		n, err = q.lender.TryWriteLent(b, q.txb)
 	} else {
 		n, err = q.tryWrite(b)
@@ -127,7 +135,7 @@ func (q *QP) txTryFlush() error {
 		q.txn, q.txout, q.txSealed = 0, 0, 0
 	} else if n > 0 && !q.txLent {
 		// The rest to the front: txbuf is the queue pair's alone.
-		q.txn = copy(q.txbuf, q.txbuf[q.txout:q.txn])
+		q.txn = copy(q.txb.b, q.txb.b[q.txout:q.txn])
 		q.txout, q.txSealed = 0, q.txn
 	}
 	return err
@@ -137,7 +145,7 @@ func (q *QP) txTryFlush() error {
 // ran: at once, before they are written, for crcFPDUs to run three
 // FPDUs' CRCs side by side.
 func (q *QP) txSeal() {
-	crcFPDUs(q.txbuf[q.txSealed:q.txn])
+	crcFPDUs(q.txb.b[q.txSealed:q.txn])
 	q.txSealed = q.txn
 }
 
@@ -147,11 +155,9 @@ func (q *QP) txFlush() error {
 		return nil
 	}
 	q.txSeal()
-	b := q.txbuf[q.txout:q.txn]
+	b := q.txb.b[q.txout:q.txn]
 	var err error
-	if q.lender != nil && len(b) >= lendMin {
-		q.txb.refs.Add(1)
-		q.txLent = true
+	if q.lendTx(b) {
 		_, err = q.lender.WriteLent(b, q.txb)
 	} else {
 		_, err = q.conn.Write(b)
@@ -283,7 +289,7 @@ func (q *QP) sendSegments(h *segHdr, p *payload) (bool, error) {
 	// fill unlocks a region when its SGE is used up, which the last FPDU
 	// does; the unlocks here are for the other ways out.
 	for first := true; first || left > 0; first = false {
-		if len(q.txbuf)-q.txn < q.cfg.MaxFPDU {
+		if len(q.txb.b)-q.txn < q.cfg.MaxFPDU {
 			q.fillUnlock() // txReserve may write to the network
 		}
 		if err := q.txReserve(); err != nil {
@@ -291,7 +297,7 @@ func (q *QP) sendSegments(h *segHdr, p *payload) (bool, error) {
 			return true, err
 		}
 		n := min(left, most)
-		b := q.txbuf[q.txn:]
+		b := q.txb.b[q.txn:]
 		l := h.put(b[fpduLenLen:], n == left, n)
 		if !q.fill(b[fpduLenLen+l:fpduLenLen+l+n], p) {
 			return false, nil
@@ -311,7 +317,7 @@ func (q *QP) sendControl(op Opcode, n int, put func([]byte)) error {
 	}
 	qn := op.queue()
 	q.msnOut[qn]++
-	b := q.txbuf[q.txn:]
+	b := q.txb.b[q.txn:]
 	h := putUntagged(b[fpduLenLen:], op, true, 0, qn, q.msnOut[qn], 0)
 	put(b[fpduLenLen+h : fpduLenLen+h+n])
 	q.txn += frameFPDU(b, h+n)
