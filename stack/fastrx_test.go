@@ -308,6 +308,13 @@ func (p *scriptPeer) echoRequests(rounds int, ackEchoes bool) {
 // does. The ACKs are acted on all the same: nothing is outstanding but
 // the last reply, and each reply carries its ACK.
 func TestScriptReaderReplyBeforeAck(t *testing.T) {
+	if raceEnabled {
+		// The order it checks is the scheduler's with one P, and the
+		// detector's slowness reorders it about once in a hundred runs
+		// (2-4 failures in 300 at this commit and before it). The
+		// plain test step checks it.
+		t.Skip("the order of a reader goroutine and the worker under the race detector")
+	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	p := newScriptPeer(t, scriptOptions{})
 	c := p.Connect()
@@ -356,6 +363,13 @@ func TestScriptReaderReplyBeforeAck(t *testing.T) {
 // one, it would turn the connection's fast path off (recovery state)
 // and bring fast retransmit one duplicate nearer.
 func TestScriptReaderLateAckIsNoDuplicate(t *testing.T) {
+	if raceEnabled {
+		// The order it checks is the scheduler's with one P, and the
+		// detector's slowness reorders it about once in a hundred runs
+		// (2-4 failures in 300 at this commit and before it). The
+		// plain test step checks it.
+		t.Skip("the order of a reader goroutine and the worker under the race detector")
+	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	p := newScriptPeer(t, scriptOptions{NoSACK: true})
 	c := p.Connect()
