@@ -241,10 +241,13 @@ type QP struct {
 
 	mu    sync.Mutex
 	state State
-	err   error
-	sq    []sqSlot
-	head  uint64 // oldest incomplete request
-	sent  uint64 // next request to transmit
+	// errored is set with state = StateError, for input to check
+	// without q.mu.
+	errored atomic.Bool
+	err     error
+	sq      []sqSlot
+	head    uint64 // oldest incomplete request
+	sent    uint64 // next request to transmit
 	// handed: Sends and Writes before it were handed to the transport
 	// (they succeed even if a failure flushes the queue meanwhile).
 	handed uint64
@@ -270,6 +273,7 @@ type QP struct {
 	// free one (txRenew).
 	txLent bool
 	lender lendWriter
+	tryW   tryWriter // conn's, if it has TryWrite
 	// txFree holds the transmit buffers the connection has let go of.
 	txFreeMu sync.Mutex
 	txFree   []*txBuf
@@ -301,6 +305,9 @@ type QP struct {
 	draining bool
 	// fed: input ran since afterInput last did.
 	fed bool
+	// respQueued: input queued a response since afterInput last sent
+	// them (respondInline).
+	respQueued bool
 	// wakeMark is the CQs' wakes when this round of input began;
 	// placedWoke is set if input's notification on placed was taken.
 	// afterInput reports from both whether the round may have readied a
@@ -411,14 +418,15 @@ func (q *QP) reset() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.state, q.err = StateReset, nil
+	q.errored.Store(false)
 	q.head, q.sent, q.tail, q.handed = 0, 0, 0, 0
 	q.ordH, q.ordN, q.respH, q.respN = 0, 0, 0, 0
 	if q.txLent {
 		q.txRenew()
 	}
-	q.txn, q.txout, q.txSealed, q.msnOut, q.conn, q.raw, q.lender = 0, 0, 0, [numQN]uint32{}, nil, nil, nil
+	q.txn, q.txout, q.txSealed, q.msnOut, q.conn, q.raw, q.lender, q.tryW = 0, 0, 0, [numQN]uint32{}, nil, nil, nil, nil
 	q.stageN, q.msnIn, q.inMsg, q.moIn, q.failed = 0, [numQN]uint32{}, [numQN]bool{}, [numQN]uint32{}, false
-	q.draining, q.polled, q.fed = false, false, false
+	q.draining, q.polled, q.fed, q.respQueued = false, false, false, false
 	if q.srq == nil {
 		q.rq = newRecvQueue(q.pd, q.cfg.RecvDepth, q.cfg.MaxSGE)
 	}
@@ -608,6 +616,7 @@ func (q *QP) fail(err error, c termCode) {
 	}
 	prev := q.state
 	q.state, q.err = StateError, err
+	q.errored.Store(true)
 	if c != 0 && q.respN < len(q.resp) {
 		q.resp[(q.respH+q.respN)%len(q.resp)] = response{kind: respTerminate, term: c}
 		q.respN++
@@ -683,6 +692,7 @@ func (q *QP) completeLocked() {
 	}
 	if overflow && q.state != StateError {
 		q.state, q.err = StateError, ErrCQOverflow
+		q.errored.Store(true)
 		q.flushLocked()
 		q.wake()
 	}

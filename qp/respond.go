@@ -78,12 +78,10 @@ func (q *QP) respFPDUs(r *response) int {
 // transport: what the connection does not take at once, and any response
 // too large for txbuf, the transmit goroutine sends.
 func (q *QP) respondInline() {
-	q.mu.Lock()
-	n := q.respN
-	q.mu.Unlock()
-	if n == 0 {
+	if !q.respQueued {
 		return
 	}
+	q.respQueued = false
 	if !q.txMu.TryLock() {
 		q.wake() // busy transmitting: the transmit goroutine takes them
 		return
@@ -108,7 +106,8 @@ func (q *QP) sendReadResponse(rr readRequest) (bool, error) {
 	return q.sendTagged(OpReadResponse, rr.sinkSTag, rr.sinkTO, &p)
 }
 
-// queueResponse hands a response to the transmit goroutine.
+// queueResponse queues a response for respondInline, or the transmit
+// goroutine, to send. Only input calls it.
 func (q *QP) queueResponse(r response) bool {
 	q.mu.Lock()
 	if q.respN == len(q.resp)-1 { // one slot stays free for a Terminate
@@ -118,5 +117,6 @@ func (q *QP) queueResponse(r response) bool {
 	q.resp[(q.respH+q.respN)%len(q.resp)] = r
 	q.respN++
 	q.mu.Unlock()
+	q.respQueued = true
 	return true // consume sends it (respondInline)
 }

@@ -19,7 +19,7 @@ import (
 // It returns false once the queue pair has failed: the rest of the
 // stream is ignored.
 func (q *QP) input(p []byte) bool {
-	if q.State() == StateError {
+	if q.errored.Load() {
 		q.failed = true
 	}
 	for len(p) > 0 && !q.failed {

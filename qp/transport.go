@@ -31,9 +31,10 @@ type tryWriter interface {
 // Over another kind of connection it writes nothing (the transmit
 // goroutine will). Caller holds txMu.
 func (q *QP) tryWrite(b []byte) (int, error) {
+	if q.tryW != nil {
+		return q.tryW.TryWrite(b)
+	}
 	switch c := q.conn.(type) {
-	case tryWriter:
-		return c.TryWrite(b)
 	case syscall.Conn:
 		if q.raw == nil {
 			rc, err := c.SyscallConn()
@@ -103,11 +104,14 @@ func (q *QP) start(conn net.Conn) {
 	q.conn = conn
 	q.state = StateRTS
 	q.mu.Unlock()
+	q.txMu.Lock()
 	if l, ok := conn.(lendWriter); ok && !q.cfg.CopyTransmit {
-		q.txMu.Lock()
 		q.lender = l
-		q.txMu.Unlock()
 	}
+	// Asserted once: a type switch per write costs an interface
+	// lookup.
+	q.tryW, _ = conn.(tryWriter)
+	q.txMu.Unlock()
 	q.wg.Add(2)
 	if polled && wp.PollOnWorker(q.consumeData, q.afterInput, q.readDone) != nil {
 		polled = false

@@ -339,16 +339,12 @@ func (q *QP) pumpLocked(block bool) {
 		return
 	}
 	// Requests from handed on are encoded (a non-blocking pump may have
-	// left their bytes in txbuf) or still to encode.
+	// left their bytes in txbuf) or still to encode. q.mu is let go
+	// only while a request is encoded: a one-request pump takes it
+	// three times in all, here, after the encoding and for completion.
 	from := q.handed
-	q.mu.Unlock()
 	left := false // requests left for the transmit goroutine
-	for {
-		q.mu.Lock()
-		if q.state != StateRTS || q.sent == q.tail {
-			q.mu.Unlock()
-			break
-		}
+	for q.state == StateRTS && q.sent != q.tail {
 		s := &q.sq[q.sent%uint64(len(q.sq))]
 		need := 0
 		switch s.wr.Op {
@@ -358,11 +354,9 @@ func (q *QP) pumpLocked(block bool) {
 			need = 1
 		}
 		if (s.wr.Flags&Fence != 0 && q.ordN > 0) || q.ordN+need > len(q.ord) {
-			q.mu.Unlock()
 			break
 		}
 		if !block && !q.txFits(q.fpdus(&s.wr)*q.cfg.MaxFPDU) {
-			q.mu.Unlock()
 			left = true
 			break
 		}
@@ -381,8 +375,8 @@ func (q *QP) pumpLocked(block bool) {
 			q.fail(ErrLocalKey, 0)
 			return
 		}
+		q.mu.Lock()
 	}
-	q.mu.Lock()
 	q.handed = q.sent
 	q.mu.Unlock()
 	var err error
