@@ -161,6 +161,7 @@ func BenchmarkMemHandlerPingPong(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	f0 := pairTxPackets(mp)
 	b.ResetTimer()
 	if err := s.AsyncWrite(h.msg[:]); err != nil {
 		b.Fatal(err)
@@ -172,4 +173,17 @@ func BenchmarkMemHandlerPingPong(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/rtt")
+	b.ReportMetric(float64(pairTxPackets(mp)-f0)/float64(b.N), "packets/rtt")
+}
+
+// pairTxPackets is the packets both stacks of mp have written: a round trip
+// that takes more than two sent an ACK of its own somewhere.
+func pairTxPackets(mp *memPair) uint64 {
+	var n uint64
+	for _, st := range []Stats{mp.a.Stats(), mp.b.Stats()} {
+		for _, q := range st.Queues {
+			n += q.TxPackets
+		}
+	}
+	return n
 }
