@@ -62,6 +62,23 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	if n := allocs(200, wr); n != 0 {
 		t.Errorf("PostSend from a handler + Poll: %.1f allocations per Write", n)
 	}
+	// An unsignaled one takes postFast: no slot, no completion.
+	uns := []SendWR{{Op: WRWrite, SGL: wr[0].SGL, RemoteKey: b.mr.Key()}}
+	a.qp.mu.Lock()
+	tail := a.qp.tail
+	a.qp.mu.Unlock()
+	if n := testing.AllocsPerRun(200, func() {
+		if _, err := a.qp.PostSend(uns); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("unsignaled PostSend from a handler: %.1f allocations per Write", n)
+	}
+	a.qp.mu.Lock()
+	if a.qp.tail != tail {
+		t.Errorf("unsignaled PostSend from a handler took %d send-queue slots", a.qp.tail-tail)
+	}
+	a.qp.mu.Unlock()
 	a.qp.inHandler.Store(false)
 	// A Read: the request, the peer's engine answering it, the response
 	// placed.
@@ -192,9 +209,9 @@ func itoa(n int) string {
 	return string(b[i:])
 }
 
-// wireConn is a transport for engine benchmarks on one goroutine: it
-// keeps what the engine wrote in out, for the benchmark to feed to the
-// peer's input.
+// wireConn is a transport for engine tests on one goroutine: it keeps
+// what the engine wrote in out, for the test to feed to the peer's
+// input.
 type wireConn struct {
 	discard
 	out []byte
@@ -207,6 +224,56 @@ func (c *wireConn) Write(b []byte) (int, error) {
 
 func (c *wireConn) TryWrite(b []byte) (int, error) { return c.Write(b) }
 
+// wireSide is one end of wirePair: a queue pair in RTS over a wireConn,
+// with a 128-byte region whose second half the peer writes (wr: buf[:64]
+// to the peer's buf[64:]).
+type wireSide struct {
+	q   *QP
+	c   *wireConn
+	cq  *CQ
+	buf []byte
+	mr  *MR
+	wr  [1]SendWR
+	// onInput, if set, is the queue pair's OnInput handler.
+	onInput func()
+}
+
+// wirePair returns two queue pairs wired by wireConns, on one device.
+func wirePair(t testing.TB) (x, y *wireSide) {
+	dev := NewDevice()
+	pd := dev.AllocPD()
+	mk := func() *wireSide {
+		s := &wireSide{c: &wireConn{}, buf: make([]byte, 128)}
+		s.cq, _ = dev.CreateCQ(64)
+		cfg := DefaultQPConfig(s.cq, s.cq)
+		cfg.OnInput = func() {
+			if s.onInput != nil {
+				s.onInput()
+			}
+		}
+		q, err := pd.CreateQP(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Modify(StateInit)
+		s.q = q
+		q.conn, q.tryW, q.state = s.c, s.c, StateRTS
+		s.mr, _ = pd.RegMR(s.buf, LocalWrite|RemoteWrite|RemoteRead)
+		return s
+	}
+	x, y = mk(), mk()
+	x.wr[0] = SendWR{Op: WRWrite, SGL: []SGE{{0, 64, x.mr.Key()}}, RemoteKey: y.mr.Key(), RemoteOffset: 64}
+	y.wr[0] = SendWR{Op: WRWrite, SGL: []SGE{{0, 64, y.mr.Key()}}, RemoteKey: x.mr.Key(), RemoteOffset: 64}
+	return x, y
+}
+
+// feed hands what s wrote to to's input, then runs to's handler.
+func (s *wireSide) feed(to *wireSide) {
+	to.q.consumeData(s.c.out)
+	s.c.out = s.c.out[:0]
+	to.q.afterInput()
+}
+
 // BenchmarkEngineHandlerRoundTrip is the queue pairs' own work in a
 // 64-byte write_lat round trip from OnInput handlers, without a
 // transport: each side's Write is fed to the other's input on one
@@ -216,58 +283,30 @@ func (c *wireConn) TryWrite(b []byte) (int, error) { return c.Write(b) }
 // BenchmarkMemQueuePairHandlerPingPong in package stack add the TCP
 // around it.
 func BenchmarkEngineHandlerRoundTrip(b *testing.B) {
-	type side struct {
-		q    *QP
-		c    *wireConn
-		buf  []byte
-		tag  byte
-		wr   [1]SendWR
-		seen int
-	}
-	dev := NewDevice()
-	pd := dev.AllocPD()
-	mk := func(s *side) {
-		cq, _ := dev.CreateCQ(64)
-		cfg := DefaultQPConfig(cq, cq)
-		cfg.OnInput = func() {
-			if s.buf[127] == s.tag {
+	x, y := wirePair(b)
+	var rounds [2]int
+	for i, s := range []*wireSide{x, y} {
+		tag := byte(0)
+		s.onInput = func() {
+			if s.buf[127] == tag {
 				return
 			}
-			s.tag = s.buf[127]
-			s.seen++
-			s.buf[63] = s.tag + 1
+			tag = s.buf[127]
+			rounds[i]++
+			s.buf[63] = tag + 1
 			if _, err := s.q.PostSend(s.wr[:]); err != nil {
 				b.Fatal(err)
 			}
 		}
-		q, err := pd.CreateQP(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		q.Modify(StateInit)
-		s.q, s.c, s.buf = q, &wireConn{}, make([]byte, 128)
-		q.conn, q.tryW, q.state = s.c, s.c, StateRTS
-	}
-	var x, y side
-	mk(&x)
-	mk(&y)
-	mrx, _ := pd.RegMR(x.buf, LocalWrite|RemoteWrite)
-	mry, _ := pd.RegMR(y.buf, LocalWrite|RemoteWrite)
-	x.wr[0] = SendWR{Op: WRWrite, SGL: []SGE{{0, 64, mrx.Key()}}, RemoteKey: mry.Key(), RemoteOffset: 64}
-	y.wr[0] = SendWR{Op: WRWrite, SGL: []SGE{{0, 64, mry.Key()}}, RemoteKey: mrx.Key(), RemoteOffset: 64}
-	feed := func(from, to *side) {
-		to.q.consumeData(from.c.out)
-		from.c.out = from.c.out[:0]
-		to.q.afterInput()
 	}
 	x.buf[63] = 1
 	x.q.PostSend(x.wr[:])
 	b.ReportAllocs()
 	for b.Loop() {
-		feed(&x, &y) // y answers
-		feed(&y, &x) // x answers: the next round's Write
+		x.feed(y) // y answers
+		y.feed(x) // x answers: the next round's Write
 	}
-	if x.seen == 0 || x.seen != y.seen || x.q.Err() != nil || y.q.Err() != nil {
-		b.Fatalf("rounds %d and %d (%v, %v)", x.seen, y.seen, x.q.Err(), y.q.Err())
+	if rounds[0] == 0 || rounds[0] != rounds[1] || x.q.Err() != nil || y.q.Err() != nil {
+		b.Fatalf("rounds %v (%v, %v)", rounds, x.q.Err(), y.q.Err())
 	}
 }

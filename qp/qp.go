@@ -481,6 +481,14 @@ func (q *QP) PostRecv(wrs []RecvWR) (int, error) {
 // queue, too many SGEs, a bad local key or bounds, a malformed request.
 // In the Error state, requests complete at once with StatusFlush.
 func (q *QP) PostSend(wrs []SendWR) (int, error) {
+	if len(wrs) == 1 && q.inHandler.Load() && fastWR(&wrs[0]) {
+		if err := q.checkSend(&wrs[0]); err != nil {
+			return 0, err
+		}
+		if q.postFast(&wrs[0]) {
+			return 1, nil
+		}
+	}
 	posted := 0
 	var err error
 	for i := range wrs {
@@ -538,6 +546,51 @@ func (q *QP) PostSend(wrs []SendWR) (int, error) {
 		}
 	}
 	return posted, err
+}
+
+// fastWR reports whether wr may take postFast: an unsignaled,
+// unfenced Send or Write, which nothing completes.
+func fastWR(wr *SendWR) bool {
+	return (wr.Op == WRWrite || wr.Op == WRSend) && wr.Flags&^(Inline|Solicited) == 0
+}
+
+// postFast sends wr, a request fastWR takes that checkSend has passed,
+// from an OnInput handler, as header prediction does for TCP: when the
+// send queue is idle (every request posted is encoded) and the transmit
+// buffer has room, wr is encoded straight into it and written out,
+// without a send-queue slot. An unsignaled Send or Write has no
+// completion to order, and holding txMu puts its FPDUs after everything
+// encoded before it and before everything after. It reports false,
+// having done nothing, when PostSend's ordinary path must run.
+func (q *QP) postFast(wr *SendWR) bool {
+	if !q.txMu.TryLock() {
+		return false
+	}
+	defer q.txMu.Unlock()
+	q.mu.Lock()
+	ok := q.state == StateRTS && q.sent == q.tail && q.txFits(q.fpdus(wr)*q.cfg.MaxFPDU)
+	q.mu.Unlock()
+	if !ok {
+		return false
+	}
+	s := sqSlot{wr: *wr}
+	switch ok, err := q.encode(&s); {
+	case err != nil:
+		q.fail(err, 0)
+	case !ok:
+		// The region went away since checkSend: as in pumpLocked, the
+		// request fails with a completion of its own, after those of
+		// the requests before it (the flush).
+		q.fail(ErrLocalKey, 0)
+		q.cfg.SendCQ.push(WC{ID: wr.ID, Status: StatusLocalProtection, Op: wcOp(wr.Op), QPN: q.num})
+	default:
+		if err := q.txTryFlush(); err != nil {
+			q.fail(&ConnError{err}, 0)
+		} else if q.txPending() {
+			q.wake()
+		}
+	}
+	return true
 }
 
 func isSendOrWrite(op WROpcode) bool {
