@@ -238,10 +238,12 @@ func TestPrivilegedQuickRun(t *testing.T) {
 			if r.Bytes < 1<<20 || r.Gbps <= 0 {
 				t.Errorf("%s: %d bytes, %v Gbit/s", key, r.Bytes, r.Gbps)
 			}
+			checkTransferBusy(t, key, r)
 			if floor := r.Contender == "floor"; floor != (r.FramesPerSec > 0) || floor && r.Bytes != r.Count*int64(r.Size) {
 				t.Errorf("%s: %d frames of %d bytes, %d bytes, %v frames/s", key, r.Count, r.Size, r.Bytes, r.FramesPerSec)
 			}
 		case "qp-bw":
+			checkTransferBusy(t, key, r)
 			if r.Count < 1000 || r.Bytes != r.Count*int64(r.Size) || r.Gbps <= 0 {
 				t.Errorf("%s: %d Writes of %d bytes, %d bytes, %v Gbit/s", key, r.Count, r.Size, r.Bytes, r.Gbps)
 			}
@@ -587,5 +589,43 @@ func TestReportConnsCPU(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("targets lack %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// checkTransferBusy checks a transfer's record of a ustack server's
+// workers' busy time (the CPU per byte figures' source): there, and no
+// more than its workers' share of the measured seconds plus the
+// START-to-END margin.
+func checkTransferBusy(t *testing.T, key string, r result) {
+	t.Helper()
+	if !strings.HasPrefix(r.Contender, "ustack") {
+		if r.WorkerBusy != 0 {
+			t.Errorf("%s: workers busy %v s for a server other than ustack's", key, r.WorkerBusy)
+		}
+		return
+	}
+	if r.WorkerBusy <= 0 || r.Workers < 1 || r.WorkerBusy > (r.Seconds+2)*float64(r.Workers) {
+		t.Errorf("%s: %d workers busy %v s over a %v s transfer", key, r.Workers, r.WorkerBusy, r.Seconds)
+	}
+}
+
+// TestReportCPUPerByte: a ustack server's CPU per byte is its workers'
+// busy time, not its process's CPU (all of it, for a spinning worker);
+// another server's is its process's CPU.
+func TestReportCPUPerByte(t *testing.T) {
+	r := &report{Medians: []result{
+		{Contender: "ustack", Workload: "bulk", Bytes: 1e9, ServerCPU: 3, WorkerBusy: 1, Workers: 1},
+		{Contender: "ustack", Workload: "qp-bw", Bytes: 1e9, ServerCPU: 3, WorkerBusy: 0.5, Workers: 1},
+		{Contender: "kernel", Workload: "bulk", Bytes: 1e9, ServerCPU: 2},
+		{Contender: "kernel", Workload: "qp-bw", Bytes: 0, ServerCPU: 2},
+	}}
+	if got := r.cpuPerByte("ustack", "qp-bw") / r.cpuPerByte("ustack", "bulk"); got != 0.5 {
+		t.Errorf("ustack qp-bw ×bulk CPU per byte = %v, want 0.5 (workers' busy time)", got)
+	}
+	if got := r.cpuPerByte("kernel", "bulk"); got != 2e-9 {
+		t.Errorf("kernel bulk CPU per byte = %v, want 2e-9 (process CPU)", got)
+	}
+	if got := r.cpuPerByte("kernel", "qp-bw"); !math.IsNaN(got) {
+		t.Errorf("no bytes: CPU per byte = %v, want NaN", got)
 	}
 }

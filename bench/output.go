@@ -33,11 +33,19 @@ func (r *report) find(contender, workload string, size int) *result {
 }
 
 // cpuPerByte is the server's CPU seconds per byte moved in a transfer
-// workload (NaN if not measured). A spinning ustack server's CPU is its
-// time, so for it this is its time per byte, idle polls included.
+// workload (NaN if not measured): for a ustack server its workers' busy
+// time (stack.QueueStats.WorkerBusy: the work, not the empty polls, of
+// a worker whose process CPU is its whole life when it spins), for
+// another its process's CPU time.
 func (r *report) cpuPerByte(contender, workload string) float64 {
 	x := r.find(contender, workload, 0)
-	if x == nil || x.Bytes == 0 || x.ServerCPU <= 0 {
+	if x == nil || x.Bytes == 0 {
+		return math.NaN()
+	}
+	if x.WorkerBusy > 0 {
+		return x.WorkerBusy / float64(x.Bytes)
+	}
+	if x.ServerCPU <= 0 {
 		return math.NaN()
 	}
 	return x.ServerCPU / float64(x.Bytes)
@@ -238,7 +246,7 @@ func (r *report) printTables(w io.Writer) {
 				continue
 			}
 			if !header {
-				fmt.Fprintf(w, "\nqueue pairs, write_bw, %d-byte Writes, client to server (Gbit/s; ×bulk = ratio to the contender's own TCP bulk client to server, ×k = to the kernel's, higher is better; srv CPU/B ×bulk = the server's CPU per byte against its TCP bulk's, lower is better: a spinning ustack server's CPU is its time)\n", x.Size)
+				fmt.Fprintf(w, "\nqueue pairs, write_bw, %d-byte Writes, client to server (Gbit/s; ×bulk = ratio to the contender's own TCP bulk client to server, ×k = to the kernel's, higher is better; srv CPU/B ×bulk = the server's CPU per byte against its TCP bulk's, lower is better: a ustack server's workers' busy time, without their empty polls)\n", x.Size)
 				fmt.Fprintln(tw, "contender\tGbit/s\t×bulk\t×k\tsrv CPU s\tcli CPU s\tsrv CPU/B ×bulk\t")
 				header = true
 			}

@@ -223,7 +223,9 @@ type result struct {
 	// the server's and the client's CPUs' busy seconds, whoever ran on
 	// them (/proc/stat: the kernel's softirq work too), and a ustack
 	// server's workers' busy time (stack.QueueStats.WorkerBusy; a
-	// spinning worker's CPU time is the whole window).
+	// spinning worker's CPU time is the whole window). The transfer
+	// workloads (bulk, bulk-s2c, qp-bw) record the workers' busy time
+	// too, from START to END.
 	ServerCPUsBusy float64 `json:"server_cpus_busy_s,omitempty"`
 	ClientCPUsBusy float64 `json:"client_cpus_busy_s,omitempty"`
 	WorkerBusy     float64 `json:"worker_busy_s,omitempty"`
@@ -593,11 +595,18 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			srv.Send("reset")
 			if m.Workload == "conns" {
 				sb0, cb0 = child.CPUBusySeconds(m.ServerCPUs), child.CPUBusySeconds(m.ClientCPUs)
+			}
+			if m.Workload == "conns" || throughput(m.Workload) {
 				wb0, _, k0 = serverBusy(srv)
 			}
 		case line == "END":
 			m.ServerCPU = child.CPUSeconds(sp) - s0
 			m.ClientCPU = child.CPUSeconds(cp) - c0
+			if throughput(m.Workload) {
+				if wb, n, k := serverBusy(srv); wb >= 0 && wb0 >= 0 {
+					m.WorkerBusy, m.Workers, m.KickTime = wb-wb0, n, k-k0
+				}
+			}
 		case strings.HasPrefix(line, "RESULT "):
 			var cr clientResult
 			if err := json.Unmarshal([]byte(line[len("RESULT "):]), &cr); err != nil {
