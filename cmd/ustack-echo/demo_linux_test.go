@@ -47,11 +47,9 @@ func TestPrivilegedDemoAgreesWithBench(t *testing.T) {
 		// The children are race-built too, and the detector slows each
 		// process by its own factor: the ratios then say nothing about
 		// the demo and the benchmark agreeing. This run checks the
-		// demo's words and figures; the plain test step checks the
-		// agreement.
-		if msgs := demoAgainstBench(t, placement, true); len(msgs) > 0 {
-			t.Logf("under the race detector, not asserted: %s", strings.Join(msgs, "; "))
-		}
+		// demo's words and figures, without running the benchmark;
+		// the plain test step checks the agreement.
+		demoAgainstBench(t, placement, true)
 		return
 	}
 	var failures []string
@@ -67,7 +65,8 @@ func TestPrivilegedDemoAgreesWithBench(t *testing.T) {
 
 // demoAgainstBench runs the demo and bench -quick once and returns how
 // their ratios disagree; with checkWords it also checks the demo's
-// closing lines and figures.
+// closing lines and figures. Under the race detector it runs and checks
+// the demo only.
 func demoAgainstBench(t *testing.T, placement []string, checkWords bool) []string {
 	t.Helper()
 	var out strings.Builder
@@ -92,12 +91,12 @@ func demoAgainstBench(t *testing.T, placement []string, checkWords bool) []strin
 			}
 		}
 	}
+	if perftest.RaceEnabled {
+		return nil
+	}
 
 	dir := t.TempDir()
 	args := []string{"run"}
-	if perftest.RaceEnabled {
-		args = append(args, "-race") // the demo's children are race-built too
-	}
 	args = append(append(args, "./bench", "-quick", "-contenders", "ustack", "-workloads", "pingpong,rate", "-out", dir), placement...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = filepath.Join("..", "..")
