@@ -36,7 +36,9 @@ func (r *report) find(contender, workload string, size int) *result {
 // workload (NaN if not measured): for a ustack server its workers' busy
 // time (stack.QueueStats.WorkerBusy: the work, not the empty polls, of
 // a worker whose process CPU is its whole life when it spins), for
-// another its process's CPU time.
+// another its process's CPU time. A ustack TCP server's application
+// reads (a copy a byte) run outside the workers, where a queue pair's
+// placement runs on them: qp-bw's ratio to bulk is an upper bound.
 func (r *report) cpuPerByte(contender, workload string) float64 {
 	x := r.find(contender, workload, 0)
 	if x == nil || x.Bytes == 0 {
@@ -246,7 +248,7 @@ func (r *report) printTables(w io.Writer) {
 				continue
 			}
 			if !header {
-				fmt.Fprintf(w, "\nqueue pairs, write_bw, %d-byte Writes, client to server (Gbit/s; ×bulk = ratio to the contender's own TCP bulk client to server, ×k = to the kernel's, higher is better; srv CPU/B ×bulk = the server's CPU per byte against its TCP bulk's, lower is better: a ustack server's workers' busy time, without their empty polls)\n", x.Size)
+				fmt.Fprintf(w, "\nqueue pairs, write_bw, %d-byte Writes, client to server (Gbit/s; ×bulk = ratio to the contender's own TCP bulk client to server, ×k = to the kernel's, higher is better; srv CPU/B ×bulk = the server's CPU per byte against its TCP bulk's, lower is better: a ustack server's workers' busy time, without their empty polls: a TCP server's reads copy outside the workers, a queue pair's placement on them, so this bounds the ratio from above)\n", x.Size)
 				fmt.Fprintln(tw, "contender\tGbit/s\t×bulk\t×k\tsrv CPU s\tcli CPU s\tsrv CPU/B ×bulk\t")
 				header = true
 			}
