@@ -415,6 +415,11 @@ func run(ctx context.Context, o options) (*report, error) {
 				continue
 			}
 			for _, m := range ms {
+				if ctx.Err() != nil {
+					// Interrupted: stop after the measurement that ran,
+					// not after the contender's last.
+					break
+				}
 				step++
 				o.log("[%d/%d] %-16s %-8s %6dB ", step, total, c.Name, m.Workload, m.Size)
 				m.Run = r
