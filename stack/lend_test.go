@@ -137,26 +137,12 @@ func BenchmarkMemLentWrite(b *testing.B) {
 	for _, mode := range []string{"copy", "lend", "lend-per-segment"} {
 		b.Run(mode, func(b *testing.B) {
 			mp := newMemPair(b, Spin)
-			ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 9).String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ln.Close()
+			c, srv := dialPair(b, mp, 9)
 			done := make(chan int64, 1)
 			go func() {
-				c, err := ln.Accept()
-				if err != nil {
-					done <- 0
-					return
-				}
-				n, _ := io.Copy(io.Discard, c)
-				c.Close()
+				n, _ := io.Copy(io.Discard, srv)
 				done <- n
 			}()
-			c, err := mp.a.Dial("tcp4", ln.Addr().String())
-			if err != nil {
-				b.Fatal(err)
-			}
 			lw := c.(LendWriter)
 			slots := make([]*lentSlot, 32)
 			for i := range slots {
@@ -164,6 +150,7 @@ func BenchmarkMemLentWrite(b *testing.B) {
 				slots[i].wait <- struct{}{}
 			}
 			const seg = 1448
+			var err error
 			b.SetBytes(64 << 10)
 			b.ReportAllocs()
 			b.ResetTimer()

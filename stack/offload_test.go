@@ -236,26 +236,12 @@ func BenchmarkMemBulk(b *testing.B) {
 	for _, oc := range offloadConfigs {
 		b.Run(oc.name, func(b *testing.B) {
 			mp := newMemPairCfg(b, Spin, oc.set, oc.set)
-			ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 9).String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ln.Close()
+			c, srv := dialPair(b, mp, 9)
 			done := make(chan int64, 1)
 			go func() {
-				c, err := ln.Accept()
-				if err != nil {
-					done <- 0
-					return
-				}
-				n, _ := io.Copy(io.Discard, c)
-				c.Close()
+				n, _ := io.Copy(io.Discard, srv)
 				done <- n
 			}()
-			c, err := mp.a.Dial("tcp4", ln.Addr().String())
-			if err != nil {
-				b.Fatal(err)
-			}
 			buf := make([]byte, 64<<10)
 			b.SetBytes(int64(len(buf)))
 			b.ReportAllocs()
