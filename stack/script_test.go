@@ -147,11 +147,14 @@ type scriptOptions struct {
 	Timestamps bool
 	// Config, when set, adjusts the Stack's configuration.
 	Config func(*Config)
-	// HandshakeRTT delays the peer's ACK of ustack's SYN-ACK in Connect,
-	// so that ustack's first RTT sample, its smoothed RTT and so its
-	// probe timeout (2·SRTT + 2 ms) are at least that long: a script
-	// that must not see a tail loss probe while it takes its time sets
-	// it well above a busy machine's scheduling delays.
+	// HandshakeRTT delays the peer's ACK of ustack's SYN-ACK in Connect
+	// (its SYN-ACK in Accept), so that ustack's first RTT sample, its
+	// smoothed RTT and so its probe timeout (2·SRTT + 2 ms) are at least
+	// that long. Zero means defaultHandshakeRTT, well above a busy
+	// machine's scheduling delays: over a memory wire a true sample is
+	// microseconds, and a script that takes a few milliseconds between
+	// ustack's segment and the peer's ACK would otherwise see a tail
+	// loss probe it did not ask for. Negative means no delay.
 	HandshakeRTT time.Duration
 }
 
@@ -253,9 +256,22 @@ func (p *scriptPeer) Connect() net.Conn {
 	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
 	p.Send(seg{Flags: "S", Seq: 0})
 	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
-	time.Sleep(p.o.HandshakeRTT)
+	p.handshakeDelay()
 	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
 	return accepted("ustack completed no connection after the handshake")
+}
+
+// defaultHandshakeRTT is scriptOptions.HandshakeRTT's zero value.
+const defaultHandshakeRTT = 50 * time.Millisecond
+
+// handshakeDelay holds the peer's answer in a handshake for HandshakeRTT.
+func (p *scriptPeer) handshakeDelay() {
+	switch d := p.o.HandshakeRTT; {
+	case d == 0:
+		time.Sleep(defaultHandshakeRTT)
+	case d > 0:
+		time.Sleep(d)
+	}
 }
 
 // start runs open (ustack's Accept or Dial) while the script drives the
@@ -297,6 +313,7 @@ func (p *scriptPeer) Accept() net.Conn {
 	}
 	dialed := p.start(func() (net.Conn, error) { return p.s.Dial(network, p.local.String()) })
 	p.Expect(seg{Flags: "S", Seq: 0})
+	p.handshakeDelay()
 	p.Send(seg{Flags: "SA", Seq: 0, Ack: 1})
 	p.Expect(seg{Flags: "A", Seq: 1, Ack: 1})
 	return dialed("dial did not return after the handshake")
