@@ -128,6 +128,18 @@ func TestScriptFastReceive(t *testing.T) {
 			p.expectAck(9)
 			return "helloabc"
 		}},
+		{"shrunk-window", false, false, tcp.FastMissRecovery, func(p *scriptPeer, c net.Conn) string {
+			// RFC 9293 §3.8.6.2.1: a window whose right edge moved
+			// left is honoured; the fast path, which acts on a
+			// segment's ACK after the reply, leaves it to netstack.
+			p.Send(seg{Flags: "PA", Seq: 6, Ack: 1, Payload: []byte("abc"), Win: 100})
+			p.expectAck(9)
+			if _, err := c.Write(make([]byte, 300)); err != nil {
+				t.Fatal(err)
+			}
+			p.Expect(seg{Flags: "PA", Seq: 1, Ack: 9, Payload: make([]byte, 100)})
+			return "helloabc"
+		}},
 		{"fin-wait-1", false, false, tcp.FastMissState, func(p *scriptPeer, c net.Conn) string {
 			if err := c.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
 				t.Fatal(err)

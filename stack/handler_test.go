@@ -621,3 +621,65 @@ func TestScriptHandlerReplyBeforeAck(t *testing.T) {
 		t.Errorf("RCV.NXT %d, last ACK sent %d: a reply did not carry its ACK", fs.RcvNxt, fs.MaxSentAck)
 	}
 }
+
+// slowEchoHandler is echoHandler, holding the worker for slowFor before
+// it echoes the message "slow".
+type slowEchoHandler struct {
+	echoHandler
+	slowFor time.Duration
+}
+
+func (h *slowEchoHandler) OnTraffic(s *Stream, b []byte) {
+	if string(b) == "slow" {
+		time.Sleep(h.slowFor)
+	}
+	h.echoHandler.OnTraffic(s, b)
+}
+
+// TestScriptHandlerTimerSeesTakenAck: the ACK a handler's request
+// carries is acted on after the handler's call (netstack patch 0084's
+// Taken), but a timer that fires during the call acts on it first: a
+// tail loss probe must not resend replies the request acknowledged.
+// Two replies are in flight (the probe timeout is then 2·SRTT + 2 ms,
+// about 42 ms after a 20 ms handshake), and the request that
+// acknowledges both holds the handler 300 ms. Before, the probe resent
+// the second reply during the call.
+func TestScriptHandlerTimerSeesTakenAck(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{})
+	ln, err := p.s.ListenHandler("tcp4", netip.AddrPortFrom(p.remote.Addr(), 80).String(), &slowEchoHandler{slowFor: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
+	p.Send(seg{Flags: "S", Seq: 0})
+	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+	time.Sleep(20 * time.Millisecond)
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
+
+	a, b := bytes.Repeat([]byte("a"), 1000), bytes.Repeat([]byte("b"), 1000)
+	p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: a})
+	p.Expect(seg{Flags: "PA", Seq: 1, Ack: 1001, Payload: a})
+	p.Send(seg{Flags: "PA", Seq: 1001, Ack: 1, Payload: b})
+	p.Expect(seg{Flags: "PA", Seq: 1001, Ack: 2001, Payload: b})
+	before := p.s.Stats()
+	p.Send(seg{Flags: "PA", Seq: 2001, Ack: 2001, Payload: []byte("slow")})
+	// A pure ACK of the request may come first: the handler takes
+	// longer than an ACK may wait.
+	for {
+		s, ok := p.next(scriptWait)
+		if !ok {
+			t.Fatal("no reply to the slow request")
+		}
+		if len(s.Payload) == 0 && s.Flags == "A" && s.Ack == 2005 {
+			continue
+		}
+		if msg := mismatch(t, seg{Flags: "PA", Seq: 2001, Ack: 2005, Payload: []byte("slow")}, s); msg != "" {
+			t.Fatalf("got %v before the reply: %s", s, msg)
+		}
+		break
+	}
+	if st := p.s.Stats(); st.TCPSegmentsFast == before.TCPSegmentsFast {
+		t.Errorf("the fast path did not take the request (misses %v → %v)", fastCounts(before), fastCounts(st))
+	}
+}

@@ -174,6 +174,11 @@ func handleTimer(e *Endpoint, f func(*Endpoint) tcpip.Error) {
 		e.timerFailedLocked(err)
 		return
 	}
+	// ustack: and the ACK the fast path left owed, if the worker's
+	// RunDeferred could not take the lock this timer held (patch
+	// 0084): it must not wait for the delayed-ACK timer when an
+	// immediate ACK is due.
+	e.finishFastLocked()
 	processor := e.protocol.dispatcher.selectProcessor(e.ID)
 	e.mu.Unlock()
 

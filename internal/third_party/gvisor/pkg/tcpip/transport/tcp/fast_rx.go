@@ -66,7 +66,7 @@ const (
 	// timestamp fails PAWS.
 	FastMissAck
 	// FastMissRecovery: loss recovery, SACK or out-of-order state, or a
-	// zero send window.
+	// zero or shrunk send window.
 	FastMissRecovery
 	// NumFastMiss is the number of verdicts.
 	NumFastMiss
@@ -155,7 +155,7 @@ func (e *Endpoint) ReceiveFast(hdr header.TCP, netHdrLen int, v *buffer.View, pa
 
 	now := e.stack.Clock().NowMonotonic()
 	if consumed {
-		e.receiveFastTakenLocked(hdr, hasTS, tsVal, tsEcr, now, netHdrLen, c, payload, d)
+		e.receiveFastTakenLocked(hdr, off, hasTS, tsVal, tsEcr, now, netHdrLen, c, payload, d)
 		if v != nil {
 			v.Release()
 		}
@@ -266,38 +266,42 @@ type LateAckNoter interface {
 // stays queued and goes when the ACK's processing opens them. It
 // returns with the endpoint unlocked.
 //
-// Only the ACK's processing needs the segment itself: it is made after
-// Taken too. Without timestamps, a reply sent before the ACK that ends
-// the RTT measurement in flight is not measured itself: one RTT sample
-// per two requests rather than per request.
+// The ACK is kept pending (sender.lateAck) during Taken, as for a
+// reader, so that whoever takes the lock meanwhile acts on it first: a
+// timer that fires while the handler runs (a tail loss probe, the
+// retransmission or keepalive timer) must not take data this segment
+// acknowledges for unacknowledged. pendingInline is set before Taken,
+// so the handler's own writes leave it to the worker (UnlockUser).
+// Without timestamps, a reply sent before the ACK that ends the RTT
+// measurement in flight is not measured itself: one RTT sample per two
+// requests rather than per request.
 //
 // +checklocksrelease:e.mu
-func (e *Endpoint) receiveFastTakenLocked(hdr header.TCP, hasTS bool, tsVal, tsEcr uint32, now tcpip.MonotonicTime, netHdrLen int, c *FastConsumer, payload []byte, d stack.Deferrer) {
-	e.receiveFastDataLocked(seqnum.Value(hdr.SequenceNumber()), seqnum.Size(len(payload)), now, nil, hasTS, tsVal)
-	e.mu.Unlock()
-	c.Taken(payload, d)
-	s := e.fastSegment(hdr, hasTS, tsVal, tsEcr, now, netHdrLen, buffer.MakeWithView(consumedPayload(len(payload))))
-	// The worker waits for the lock here, unlike anywhere else on the
-	// fast path: whoever holds it now (a timer, a write from another
-	// goroutine, a Close) holds it briefly, and the ACK cannot be left
-	// to the ordinary path, which would take the segment for an old
-	// duplicate.
-	e.mu.Lock()
-	// Taken may have closed the connection (an abort tears the sender
-	// down): its ACK then has nothing left to act on.
-	if st := e.EndpointState(); st.connected() && st != StateTimeWait {
-		// Not the segment's ingress time as the send clock: Taken's
-		// replies were stamped later, and data this ACK lets out
-		// must not be stamped earlier than they (RACK, TSval). One
-		// reading now serves the whole ACK, as the ingress time does
-		// on the ordinary fast path.
-		e.receiveFastAckLocked(s, e.stack.Clock().NowMonotonic())
-	}
-	e.mu.Unlock()
-	s.DecRef()
+func (e *Endpoint) receiveFastTakenLocked(hdr header.TCP, doff int, hasTS bool, tsVal, tsEcr uint32, now tcpip.MonotonicTime, netHdrLen int, c *FastConsumer, payload []byte, d stack.Deferrer) {
+	seq := seqnum.Value(hdr.SequenceNumber())
+	e.receiveFastDataLocked(seq, seqnum.Size(len(payload)), now, nil, hasTS, tsVal)
+	e.stack.Stats().TCP.ValidSegmentsReceived.Increment()
+	e.stats.SegmentsReceived.Increment()
+	e.snd.lateAck = fastACK{pending: true, hasTS: hasTS, flags: hdr.Flags(), doff: uint8(doff), window: hdr.WindowSize(),
+		netHdrLen: uint16(netHdrLen), seq: seq, ack: seqnum.Value(hdr.AckNumber()), tsVal: tsVal, tsEcr: tsEcr,
+		n: uint32(len(payload)), rcvdTime: now}
 	if !e.pendingInline.Swap(true) {
 		d.Defer(e)
 	}
+	e.mu.Unlock()
+	c.Taken(payload, d)
+	// The worker waits for the lock here, unlike anywhere else on the
+	// fast path: whoever holds it now (a timer, a write from another
+	// goroutine, a Close) holds it briefly, and the ACK is best acted on
+	// before the batch's next segment. runLateAckLocked finds nothing
+	// if a timer ran it during Taken, and nothing to act on if Taken
+	// closed the connection (an abort tears the sender down). It takes
+	// a fresh clock reading as the send clock, not the segment's
+	// ingress time: Taken's replies were stamped later, and data this
+	// ACK lets out must not be stamped earlier than they (RACK, TSval).
+	e.mu.Lock()
+	e.runLateAckLocked()
+	e.mu.Unlock()
 }
 
 // predictLocked is header prediction: it reports why a segment of
@@ -342,6 +346,12 @@ func (e *Endpoint) predictLocked(hdr header.TCP, payloadLen int, hasTS bool, tsV
 	}
 	if snd.state != tcpip.Open || snd.FastRecovery.Active || snd.zeroWindowProbing || snd.SndWnd == 0 ||
 		hdr.WindowSize() == 0 || !e.scoreboard.Empty() {
+		return FastMissRecovery
+	}
+	// A window whose right edge moved left (RFC 9293 §3.8.6.2.1: the
+	// sender must cope with a shrunk window): the fast path acts on the
+	// ACK after the reply, which would be sent against the old edge.
+	if ack.Add(seqnum.Size(hdr.WindowSize()) << snd.SndWndScale).LessThan(snd.SndUna.Add(snd.SndWnd)) {
 		return FastMissRecovery
 	}
 	return FastHit
