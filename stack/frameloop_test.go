@@ -143,15 +143,21 @@ func (l *frameLoop) round() {
 }
 
 // TestMemFrameLoopAllocs: request frame in, reply frame out, on both APIs:
-// no allocation anywhere (the peer's loop allocates nothing either).
+// no allocation anywhere (the peer's loop allocates nothing either). With
+// Config.NoFastPath too, the comparisons' baseline: each reply there once
+// made a frame template and dropped it.
 func TestMemFrameLoopAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under the race detector")
 	}
-	for _, handler := range []bool{false, true} {
+	for _, v := range []struct{ handler, noFast bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		handler, noFast := v.handler, v.noFast
 		name := map[bool]string{false: "net.Conn", true: "handler"}[handler]
+		if noFast {
+			name += "-nofastpath"
+		}
 		t.Run(name, func(t *testing.T) {
-			l := newFrameLoop(t, handler, func(c *Config) { c.Poll = Spin })
+			l := newFrameLoop(t, handler, func(c *Config) { c.Poll = Spin; c.NoFastPath = noFast })
 			for i := 0; i < 200; i++ {
 				l.round()
 			}

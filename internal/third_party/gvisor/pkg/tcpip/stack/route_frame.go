@@ -92,19 +92,31 @@ func (r *Route) FrameTemplateCurrent(t *FrameTemplate, key FrameKey) bool {
 		r.isValidForOutgoing()
 }
 
+// FrameEpoch returns the epoch a template made now records: a caller
+// reads it before what it derives PrepareFrameTemplate's params from (a
+// protocol's default TTL), so that a change after it makes the template
+// stale.
+func (r *Route) FrameEpoch() uint32 { return r.outgoingNIC.stack.frameEpoch.Load() }
+
+// FrameWritable reports PrepareFrameTemplate's first conditions, which
+// cost two loads: a caller checks it before it builds params (and its
+// template), which otherwise would be built and dropped on every segment
+// of a stack that takes no direct frames.
+func (r *Route) FrameWritable() bool {
+	return r.outgoingNIC.stack.directWrite.Load() && !r.RequiresTXTransportChecksum()
+}
+
 // PrepareFrameTemplate reports whether a TCP segment on r can be written
 // as a frame by the link endpoint itself (WriteTCPFrame): WriteDirect's
 // conditions (but for the packet's size, which WriteTCPFrame checks),
 // the link endpoint a FrameWriter with no queueing discipline of its
 // own, and the TX checksum left to it. If so it makes t for params and
-// key (key: what the caller derived params from); if not it changes
-// nothing.
-func (r *Route) PrepareFrameTemplate(params NetworkHeaderParams, key FrameKey, t *FrameTemplate) bool {
+// key (key: what the caller derived params from) as of epoch
+// (FrameEpoch, read before params); if not it changes nothing.
+func (r *Route) PrepareFrameTemplate(params NetworkHeaderParams, key FrameKey, epoch uint32, t *FrameTemplate) bool {
 	n := r.outgoingNIC
 	s := n.stack
-	// Read first: a change after it makes the template stale.
-	epoch := s.frameEpoch.Load()
-	if !s.directWrite.Load() || r.RequiresTXTransportChecksum() {
+	if !r.FrameWritable() {
 		return false
 	}
 	hl, ok := r.directRouteUnchecked(params)

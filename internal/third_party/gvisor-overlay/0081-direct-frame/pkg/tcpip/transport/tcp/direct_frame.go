@@ -55,6 +55,11 @@ func (e *Endpoint) sendFrameDirect(pkt *stack.PacketBuffer, flags header.TCPFlag
 	}
 	t := e.snd.frame
 	if t == nil || !e.route.FrameTemplateCurrent(t, key) {
+		if !e.route.FrameWritable() {
+			return false, nil
+		}
+		// Read before the default TTL that params take.
+		epoch := e.route.FrameEpoch()
 		params := stack.NetworkHeaderParams{
 			Protocol:              ProtocolNumber,
 			TTL:                   calculateTTL(e.route, e.ipv4TTL, e.ipv6HopLimit),
@@ -65,7 +70,7 @@ func (e *Endpoint) sendFrameDirect(pkt *stack.PacketBuffer, flags header.TCPFlag
 		if t == nil {
 			t = new(stack.FrameTemplate)
 		}
-		if !e.route.PrepareFrameTemplate(params, key, t) {
+		if !e.route.PrepareFrameTemplate(params, key, epoch, t) {
 			return false, nil
 		}
 		e.snd.frame = t
