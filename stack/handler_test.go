@@ -683,3 +683,67 @@ func TestScriptHandlerTimerSeesTakenAck(t *testing.T) {
 		t.Errorf("the fast path did not take the request (misses %v → %v)", fastCounts(before), fastCounts(st))
 	}
 }
+
+// gatherEchoHandler echoes what arrives once it holds n bytes.
+type gatherEchoHandler struct {
+	echoHandler
+	n   int
+	buf []byte
+}
+
+func (h *gatherEchoHandler) OnTraffic(s *Stream, b []byte) {
+	h.buf = append(h.buf, b...)
+	if len(h.buf) >= h.n {
+		s.Write(h.buf)
+		h.buf = h.buf[:0]
+	}
+}
+
+// TestScriptHandlerLateAckKeepsTSRecent: the ACK a request carries is
+// acted on after the handler's reply, but the request's TSval is judged
+// against the last ACK sent when it arrived (RFC 7323 §4.3: TS.Recent
+// takes SEG.TSval only if SEG.SEQ ≤ Last.ACK.sent), not against the
+// reply's. Two requests in one batch, the handler answering the second:
+// the reply echoes the first's TSval, and TS.Recent stays at it, as
+// with the fast path off. Before, the second's late ACK, judged against
+// the reply, moved TS.Recent to its TSval.
+func TestScriptHandlerLateAckKeepsTSRecent(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		t.Run(map[bool]string{true: "fast", false: "nofastpath"}[fast], func(t *testing.T) {
+			p := newScriptPeer(t, scriptOptions{Timestamps: true, Config: func(c *Config) { c.NoFastPath = !fast }})
+			ln, err := p.s.ListenHandler("tcp4", netip.AddrPortFrom(p.remote.Addr(), 80).String(), &gatherEchoHandler{n: 6})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
+			p.Send(seg{Flags: "S", Seq: 0})
+			p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+			time.Sleep(20 * time.Millisecond)
+			p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
+			var ep *tcp.Endpoint
+			waitFor(t, "the handler's stream", func() bool {
+				p.s.streams.mu.Lock()
+				defer p.s.streams.mu.Unlock()
+				for s := range p.s.streams.set {
+					ep = s.(*Stream).ep
+				}
+				return ep != nil
+			})
+			before := p.s.Stats()
+			p.SendBatch(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("abc"), TSval: 50000},
+				seg{Flags: "PA", Seq: 4, Ack: 1, Payload: []byte("def"), TSval: 50100})
+			got := p.Expect(seg{Flags: "PA", Seq: 1, Ack: 7, Payload: []byte("abcdef")})
+			if got.TSecr != 50000 {
+				t.Errorf("the reply echoes TSval %d, want the first request's 50000", got.TSecr)
+			}
+			p.ExpectNothing(20 * time.Millisecond)
+			if fs := ep.FastState(); fs.RecentTS != 50000 {
+				t.Errorf("TS.Recent %d after the reply, want 50000", fs.RecentTS)
+			}
+			if hits := p.s.Stats().TCPSegmentsFast - before.TCPSegmentsFast; fast && hits != 2 {
+				t.Errorf("the fast path took %d of the 2 requests", hits)
+			}
+		})
+	}
+}

@@ -391,7 +391,13 @@ func (e *Endpoint) receiveFastAckLocked(s *segment, now tcpip.MonotonicTime) {
 	sndUna := e.snd.SndUna
 	s.window <<= e.snd.SndWndScale
 	e.snd.clockHint = now
+	// receiveFastDataLocked judged the segment's TSval against the last
+	// ACK sent when it arrived (RFC 7323 §4.3); handleRcvdSegment would
+	// judge it again against a reply sent since, and take a TSval the
+	// rule left out. TS.Recent is kept as it is.
+	recent, recentTime := e.RecentTS, e.recentTSTime
 	e.snd.handleRcvdSegment(s)
+	e.RecentTS, e.recentTSTime = recent, recentTime
 	e.snd.clockHint = tcpip.MonotonicTime{}
 	e.probeSegmentLocked()
 	if sndUna.LessThan(e.snd.SndUna) {
