@@ -248,6 +248,29 @@ func TestScriptDSACKCountsAsReordering(t *testing.T) {
 	}
 }
 
+// TestRFCWindowFromNewestSegment: the send window is taken only from a
+// segment no older than the one that last set it (RFC 9293 §3.10.7.4:
+// SND.WL1 < SEG.SEQ, or SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK). The
+// peer's bytes 5 arrive before bytes 1–4, with a window of 8,000 on the
+// later segment and 100 on the earlier: the window stays 8,000, so a
+// 1,000-byte write goes out whole. Before (netstack took every
+// segment's window), it sent 100 bytes.
+func TestRFCWindowFromNewestSegment(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{})
+	c := p.Connect()
+	p.Send(seg{Flags: "PA", Seq: 5, Ack: 1, Payload: []byte("e"), Win: 8000})
+	p.Expect(seg{Flags: "A", Seq: 1, Ack: 1, SACK: [][2]uint32{{5, 6}}})
+	p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("abcd"), Win: 100})
+	p.expectAck(6)
+	if got := readUpTo(t, c, 5); string(got) != "abcde" {
+		t.Fatalf("read %q", got)
+	}
+	if _, err := c.Write(make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	p.Expect(seg{Flags: "PA", Seq: 1, Ack: 6, Payload: make([]byte, 1000)})
+}
+
 // TestRFCZeroWindow: with the application not reading, the window closes
 // to 0; a zero-window probe (one byte beyond the window, RFC 9293
 // §3.8.6.1, or Linux's empty segment one below RCV.NXT) is answered with

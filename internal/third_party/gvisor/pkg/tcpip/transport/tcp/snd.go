@@ -208,6 +208,12 @@ type sender struct {
 	// +checklocks:ep.mu
 	lateAck fastACK `state:"nosave"`
 
+	// sndWL1 and sndWL2 are the sequence and acknowledgment numbers of
+	// the segment that last set SndWnd (RFC 9293's SND.WL1, SND.WL2;
+	// ustack).
+	// +checklocks:ep.mu
+	sndWL1, sndWL2 seqnum.Value
+
 	// frame is the connection's frame headers, kept from one data
 	// segment the link writes itself to the next (sendFrameDirect);
 	// made by the first (ustack, patch 0090).
@@ -378,6 +384,9 @@ func initSender(ep *Endpoint, iss, irs seqnum.Value, sndWnd seqnum.Size, mss uin
 			RTO: 1 * time.Second,
 		},
 		gso: ep.gso.Type != stack.GSONone,
+		// The window came with the peer's SYN (or SYN-ACK): irs.
+		sndWL1: irs,
+		sndWL2: iss,
 	}
 
 	if ep.snd.gso {
@@ -1807,9 +1816,20 @@ func (s *sender) handleRcvdSegment(rcvdSeg *segment) {
 		s.detectTLPRecovery(ack, rcvdSeg)
 	}
 
-	// Stash away the current window size.
-	s.SndWnd = rcvdSeg.window
-	s.maxSndWnd = max(s.maxSndWnd, s.SndWnd)
+	// Stash away the current window size. ustack: only from a segment
+	// with an acceptable ACK that acknowledges new data or is no older
+	// than the one that last set it (RFC 9293 section 3.10.7.4:
+	// SND.UNA =< SEG.ACK =< SND.NXT, and SND.WL1 < SEG.SEQ or SND.WL1 =
+	// SEG.SEQ and SND.WL2 =< SEG.ACK; the new data as Linux's
+	// tcp_may_update_window, for a retransmission, which carries the
+	// newest ACK and window under an old SEG.SEQ): a segment reordered
+	// behind a newer one must not move the window back to what it was.
+	if seq := rcvdSeg.sequenceNumber; s.SndUna.LessThanEq(ack) && ack.LessThanEq(s.SndNxt) &&
+		(s.SndUna.LessThan(ack) || s.sndWL1.LessThan(seq) || s.sndWL1 == seq && s.sndWL2.LessThanEq(ack)) {
+		s.SndWnd = rcvdSeg.window
+		s.maxSndWnd = max(s.maxSndWnd, s.SndWnd)
+		s.sndWL1, s.sndWL2 = seq, ack
+	}
 
 	// Disable zero window probing if remote advertises a non-zero receive
 	// window. This can be with an ACK to the zero window probe (where the
