@@ -568,23 +568,20 @@ func TestMemHandlerFromTheFrame(t *testing.T) {
 	}
 }
 
-// TestScriptHandlerReplyBeforeAck: a handler's request taken by the fast
-// path is answered before netstack processes the ACK the request
-// carries (netstack patch 0084's FastConsumer.Taken). Seen from the
-// wire nothing changes: each reply acknowledges its request and echoes
-// its TSval, no pure ACK precedes it, and the ACK the next request
-// carries for the previous reply is acted on (SND.UNA moves up to the
-// reply still in flight, which is then the only one outstanding).
-func TestScriptHandlerReplyBeforeAck(t *testing.T) {
-	p := newScriptPeer(t, scriptOptions{Timestamps: true})
-	ln, err := p.s.ListenHandler("tcp4", netip.AddrPortFrom(p.remote.Addr(), 80).String(), &echoHandler{})
+// connectHandler opens a handler listener serving h on ustack's address,
+// port 80, and connects to it as the peer's Connect does (HandshakeRTT
+// applies); it returns the accepted connection's endpoint.
+func connectHandler(t *testing.T, p *scriptPeer, h Handler) *tcp.Endpoint {
+	t.Helper()
+	ln, err := p.s.ListenHandler("tcp4", netip.AddrPortFrom(p.remote.Addr(), 80).String(), h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
 	p.Send(seg{Flags: "S", Seq: 0})
 	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+	p.handshakeDelay()
 	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
 	var ep *tcp.Endpoint
 	waitFor(t, "the handler's stream", func() bool {
@@ -595,6 +592,19 @@ func TestScriptHandlerReplyBeforeAck(t *testing.T) {
 		}
 		return ep != nil
 	})
+	return ep
+}
+
+// TestScriptHandlerReplyBeforeAck: a handler's request taken by the fast
+// path is answered before netstack processes the ACK the request
+// carries (netstack patch 0084's FastConsumer.Taken). Seen from the
+// wire nothing changes: each reply acknowledges its request and echoes
+// its TSval, no pure ACK precedes it, and the ACK the next request
+// carries for the previous reply is acted on (SND.UNA moves up to the
+// reply still in flight, which is then the only one outstanding).
+func TestScriptHandlerReplyBeforeAck(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Timestamps: true})
+	ep := connectHandler(t, p, &echoHandler{})
 
 	before := p.s.Stats()
 	seq, ack := uint32(1), uint32(1)
@@ -645,17 +655,8 @@ func (h *slowEchoHandler) OnTraffic(s *Stream, b []byte) {
 // acknowledges both holds the handler 300 ms. Before, the probe resent
 // the second reply during the call.
 func TestScriptHandlerTimerSeesTakenAck(t *testing.T) {
-	p := newScriptPeer(t, scriptOptions{})
-	ln, err := p.s.ListenHandler("tcp4", netip.AddrPortFrom(p.remote.Addr(), 80).String(), &slowEchoHandler{slowFor: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
-	p.Send(seg{Flags: "S", Seq: 0})
-	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
-	time.Sleep(20 * time.Millisecond)
-	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
+	p := newScriptPeer(t, scriptOptions{HandshakeRTT: 20 * time.Millisecond})
+	connectHandler(t, p, &slowEchoHandler{slowFor: 300 * time.Millisecond})
 
 	a, b := bytes.Repeat([]byte("a"), 1000), bytes.Repeat([]byte("b"), 1000)
 	p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: a})
@@ -710,26 +711,8 @@ func (h *gatherEchoHandler) OnTraffic(s *Stream, b []byte) {
 func TestScriptHandlerLateAckKeepsTSRecent(t *testing.T) {
 	for _, fast := range []bool{true, false} {
 		t.Run(map[bool]string{true: "fast", false: "nofastpath"}[fast], func(t *testing.T) {
-			p := newScriptPeer(t, scriptOptions{Timestamps: true, Config: func(c *Config) { c.NoFastPath = !fast }})
-			ln, err := p.s.ListenHandler("tcp4", netip.AddrPortFrom(p.remote.Addr(), 80).String(), &gatherEchoHandler{n: 6})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
-			p.Send(seg{Flags: "S", Seq: 0})
-			p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
-			time.Sleep(20 * time.Millisecond)
-			p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
-			var ep *tcp.Endpoint
-			waitFor(t, "the handler's stream", func() bool {
-				p.s.streams.mu.Lock()
-				defer p.s.streams.mu.Unlock()
-				for s := range p.s.streams.set {
-					ep = s.(*Stream).ep
-				}
-				return ep != nil
-			})
+			p := newScriptPeer(t, scriptOptions{Timestamps: true, HandshakeRTT: 20 * time.Millisecond, Config: func(c *Config) { c.NoFastPath = !fast }})
+			ep := connectHandler(t, p, &gatherEchoHandler{n: 6})
 			before := p.s.Stats()
 			p.SendBatch(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("abc"), TSval: 50000},
 				seg{Flags: "PA", Seq: 4, Ack: 1, Payload: []byte("def"), TSval: 50100})
