@@ -100,6 +100,7 @@ var queueExports = map[string]export{
 	"RxCoalesced":       own("queue_rx_coalesced_total", "Received TCP segments GRO merged into the segment before them."),
 	"KickTime":          own("queue_kick_seconds_total", "Seconds the queue's kicks (sendto on the AF_XDP socket) took, whoever made them; on veth in copy mode a kick runs the peer's receive path."),
 	"WorkerBusy":        own("queue_worker_busy_seconds_total", "Seconds the queue's worker spent at work (RX batches and what they ran, kicks, connections made ready), not polling an empty ring, sleeping or yielding to goroutines."),
+	"YieldTime":         own("queue_worker_yield_seconds_total", "Seconds the queue's worker had yielded its P to other goroutines: with one P, the application's goroutines' time on the worker's CPU."),
 
 	// The AF_XDP socket (zero over a memory wire): the kernel's
 	// XDP_STATISTICS, then xsk's own counters.

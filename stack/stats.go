@@ -49,6 +49,12 @@ type QueueStats struct {
 	// and on veth it runs the peer's receive path inside the call: work
 	// a zero-copy NIC would not put on this CPU.
 	KickTime time.Duration
+	// YieldTime is the time the worker spent having yielded its P to
+	// other goroutines. With one P (GOMAXPROCS=1) that is the time the
+	// application's goroutines ran on the worker's CPU, so WorkerBusy
+	// plus YieldTime is the server's work on it, and the rest of a
+	// spinning worker's CPU time is empty polling.
+	YieldTime time.Duration
 	// XSK holds the AF_XDP socket's counters (zero over a memory wire).
 	XSK xsk.Stats
 	// FaultsRX and FaultsTX count the faults injected (Config.Faults).
@@ -180,6 +186,16 @@ func (st Stats) WorkerTime() (busy, kicks time.Duration) {
 	return busy, kicks
 }
 
+// YieldTime sums the queues' YieldTime: the time the workers' Ps ran
+// other goroutines.
+func (st Stats) YieldTime() time.Duration {
+	var d time.Duration
+	for _, q := range st.Queues {
+		d += q.YieldTime
+	}
+	return d
+}
+
 // Stats returns a snapshot of the stack's counters. Errors reading the
 // kernel's counters leave those fields zero.
 func (s *Stack) Stats() Stats {
@@ -193,7 +209,7 @@ func (s *Stack) Stats() Stats {
 			RxPackets: c.RxPackets, TxPackets: c.TxPackets, TxFrames: c.TxFrames,
 			TxNoFrame: c.TxNoFrame, TxOversize: c.TxOversize, RxRunt: c.RxRunt,
 			RxBadChecksum: c.RxBadChecksum, RxInline: c.RxInline, RxPartialChecksum: c.RxPartialChecksum, RxCoalesced: c.RxCoalesced,
-			WorkerBusy: c.WorkerBusy, KickTime: c.KickTime,
+			WorkerBusy: c.WorkerBusy, KickTime: c.KickTime, YieldTime: c.YieldTime,
 		}
 		for j := range fast {
 			fast[j] += c.Fast[j]

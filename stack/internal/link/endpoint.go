@@ -59,6 +59,9 @@ type queue struct {
 	// busy is the worker's time at work, in nanoseconds (busyClock);
 	// kickTime the time kicks took, whoever made them.
 	busy, kickTime atomic.Int64
+	// yieldTime is the time the worker's P ran other goroutines when
+	// the worker yielded it (Counters.YieldTime).
+	yieldTime atomic.Int64
 	// rxFast counts the TCP fast path's verdicts on the segments early
 	// demux offered it (tcp.FastHit, then the misses by reason).
 	rxFast [tcp.NumFastMiss]atomic.Uint64
@@ -333,6 +336,9 @@ type Counters struct {
 	// the frames into the kernel's buffers and, on veth, runs the peer's
 	// receive path inside the call.
 	KickTime time.Duration
+	// YieldTime is the time the worker spent in its yields of the P
+	// (runtime.Gosched): with one P, the application goroutines' time.
+	YieldTime time.Duration
 	// Fast counts the TCP fast path's verdicts on the segments early
 	// demux offered it (tcp.FastHit, then the misses by reason).
 	Fast [tcp.NumFastMiss]uint64
@@ -353,6 +359,7 @@ func (e *Endpoint) Counters(i int) Counters {
 	c.RxYields = q.rxYields.Load()
 	c.WorkerBusy = time.Duration(q.busy.Load())
 	c.KickTime = time.Duration(q.kickTime.Load())
+	c.YieldTime = time.Duration(q.yieldTime.Load())
 	for j := range c.Fast {
 		c.Fast[j] = q.rxFast[j].Load()
 	}

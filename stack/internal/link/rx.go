@@ -131,8 +131,7 @@ func (e *Endpoint) worker(i int, q *queue) {
 				yielded = true
 				q.rxYields.Add(1)
 				q.addBusy(start)
-				runtime.Gosched()
-				start = busyClock()
+				start = q.yield()
 				q.flushTx()
 			}
 			q.deferred.late = false
@@ -167,7 +166,7 @@ func (e *Endpoint) worker(i int, q *queue) {
 				// replies before the next kick) here and now rather
 				// than wait to be stolen.
 				q.rxYields.Add(1)
-				runtime.Gosched()
+				q.yield()
 			}
 			continue
 		}
@@ -189,7 +188,7 @@ func (e *Endpoint) worker(i int, q *queue) {
 		switch e.poll {
 		case Spin:
 			if idle%yieldEvery == 0 {
-				runtime.Gosched()
+				q.yield()
 			}
 		case Adaptive:
 			if idle == 1 {
@@ -199,7 +198,7 @@ func (e *Endpoint) worker(i int, q *queue) {
 				q.sleep(&e.ready)
 				idle = 0
 			} else if idle%yieldEvery == 0 {
-				runtime.Gosched()
+				q.yield()
 			}
 		case Blocking:
 			q.wait(&e.ready)
@@ -214,6 +213,18 @@ var busyEpoch = time.Now()
 // busyEpoch, which reads only the monotonic clock (time.Since), half of
 // what time.Now costs. Never zero once a worker runs.
 func busyClock() time.Duration { return time.Since(busyEpoch) }
+
+// yield gives the worker's P to other goroutines (runtime.Gosched) and
+// counts the time until it comes back (Counters.YieldTime): with one P,
+// what the application's goroutines ran on the worker's CPU. It returns
+// the clock at its return.
+func (q *queue) yield() time.Duration {
+	t := busyClock()
+	runtime.Gosched()
+	now := busyClock()
+	q.yieldTime.Add(int64(now - t))
+	return now
+}
 
 // addBusy counts the worker's time at work since start.
 func (q *queue) addBusy(start time.Duration) {
