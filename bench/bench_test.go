@@ -206,7 +206,7 @@ func TestPrivilegedQuickRun(t *testing.T) {
 		if r.Seconds <= 0 || math.IsNaN(r.Seconds) || r.ServerCPU < 0 || r.ClientCPU < 0 {
 			t.Errorf("%s: seconds %v, cpu %v/%v", key, r.Seconds, r.ServerCPU, r.ClientCPU)
 		}
-		if xdp := r.Contender != "kernel" && r.Contender != "kernel-busypoll"; xdp && r.ServerXDP != "native" {
+		if xdp := !strings.HasPrefix(r.Contender, "kernel"); xdp && r.ServerXDP != "native" {
 			t.Errorf("%s: server reported XDP mode %q, want native on veth", key, r.ServerXDP)
 		}
 		if r.Contender == "ustack-ustack" && r.ClientXDP != "native" {
@@ -570,7 +570,7 @@ func TestReportConnsCPU(t *testing.T) {
 	}
 	var out strings.Builder
 	r.printConns(&out)
-	want := "ustack-handler 95% 100% 30% 50.0 15.0 0.25x 5.0 10.0 0.17x"
+	want := "ustack-handler 95% 100% 30% 50.0 15.0 0.25x 5.0 10.0 0.17x - -"
 	found := false
 	for _, l := range strings.Split(out.String(), "\n") {
 		found = found || strings.Join(strings.Fields(l), " ") == want
@@ -627,5 +627,141 @@ func TestReportCPUPerByte(t *testing.T) {
 	}
 	if got := r.cpuPerByte("kernel", "qp-bw"); !math.IsNaN(got) {
 		t.Errorf("no bytes: CPU per byte = %v, want NaN", got)
+	}
+}
+
+// TestReportBeatenFloor: a results file in which ustack contenders beat
+// their floors (a round trip below floor-tcp's, a request rate above
+// floor-floor's, a bulk rate above the floor's) is reported as "floor
+// beaten" with both figures, never as a ratio, and every target it has a
+// figure for is unmeasured; a contender within its floor keeps its ratio.
+func TestReportBeatenFloor(t *testing.T) {
+	rtt := func(p50 float64) *rttQuantiles {
+		return &rttQuantiles{P50: p50, P90: p50, P99: 2 * p50, P999: 2 * p50, Max: 2 * p50}
+	}
+	pp := func(c string, p50 float64) result {
+		return result{Contender: c, Workload: "pingpong", Size: 64, Count: 100, RTT: rtt(p50)}
+	}
+	rate := func(c string, rps float64) result {
+		return result{Contender: c, Workload: "rate", Size: 64, Conns: 32, Pipeline: 1, Count: 1000, ReqPerSec: rps}
+	}
+	bulk := func(c string, gbps float64) result {
+		return result{Contender: c, Workload: "bulk", Size: 1, Gbps: gbps}
+	}
+	crafted := report{Machine: machine{Placement: child.TwoHosts, PlacementDetail: "two hosts: servers on CPU 1, clients on CPU 0"},
+		Medians: []result{
+			pp("kernel", 60), pp("ustack-handler", 25.6), pp("floor-tcp", 30.8), // beaten
+			pp("ustack-ustack-handler", 9), pp("floor-floor", 6), // within
+			rate("kernel", 100000), rate("ustack-ustack-handler", 300000), rate("floor-floor", 250000), // beaten
+			bulk("kernel", 30), bulk("ustack", 6.4), bulk("floor", 5.5), // beaten
+		}}
+	b, err := json.Marshal(crafted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "results.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := readReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	r.printTables(&out)
+	text := out.String()
+	for _, want := range []string{
+		"floor beaten: ustack-handler pingpong 64B p50: 25.60 µs, its floor floor-tcp 30.80 µs",
+		"floor beaten: ustack-ustack-handler rate: 300000.00 requests/s, its floor floor-floor 250000.00 requests/s",
+		"floor beaten: ustack bulk: 6.40 Gbit/s, its floor floor 5.50 Gbit/s",
+		fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack-handler p50 ≤ 1.1× floor-tcp", 25.6/30.8, "unmeasured (floor beaten)"),
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "0.83x") || strings.Contains(text, "1.20x") || strings.Contains(text, "1.16x") {
+		t.Errorf("a beaten floor printed as a ratio:\n%s", text)
+	}
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasSuffix(l, "  met") || strings.HasSuffix(l, "  not met") {
+			t.Errorf("a target judged against beaten floors: %q", l)
+		}
+	}
+	// Within its floor: the ratio stands.
+	x := r.find("ustack-ustack-handler", "pingpong", 64)
+	if got := r.floorCell(x, rttP50); got != "1.50x" {
+		t.Errorf("ustack-ustack-handler ×floor-floor %s, want 1.50x", got)
+	}
+	if got := len(r.beatenFloors()); got != 3 {
+		t.Errorf("%d floors beaten, want 3", got)
+	}
+
+	// Without the beaten medians the targets are judged again.
+	r.Medians = slices.DeleteFunc(r.Medians, func(x result) bool {
+		return x.Contender == "ustack-handler" || x.Workload == "rate" || x.Workload == "bulk"
+	})
+	out.Reset()
+	r.printTables(&out)
+	if strings.Contains(out.String(), "floor beaten") {
+		t.Errorf("no floor beaten, but the report says so:\n%s", out.String())
+	}
+	if want := fmt.Sprintf("  %-56s %6.2f  %s\n", "ustack-ustack-handler p50 ≤ 1.2× floor-floor", 1.5, "not met"); !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+}
+
+// TestMarkdownPage: the benchmark's page names the command that makes
+// it in its first lines, holds the method and the whole report, and fits
+// 400 lines.
+func TestMarkdownPage(t *testing.T) {
+	rtt := &rttQuantiles{P50: 20, P90: 25, P99: 40, P999: 50, Max: 60}
+	r := &report{Machine: machine{CPUs: 2, CPUModel: "Test CPU", Kernel: "6.18", Placement: child.TwoHosts, PlacementDetail: "two hosts"},
+		Medians: []result{{Contender: "kernel", Workload: "pingpong", Size: 64, Count: 100, RTT: rtt}}}
+	path := filepath.Join(t.TempDir(), "benchmark.md")
+	if err := r.writeMarkdown(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 5 || !strings.Contains(strings.Join(lines[:5], "\n"), "`"+markdownCommand+"`") {
+		t.Errorf("the page's first lines do not name %q:\n%s", markdownCommand, strings.Join(lines[:min(5, len(lines))], "\n"))
+	}
+	for _, want := range []string{"## Method", "## The run of record", "Test CPU", "ping-pong, 64 bytes", "targets ("} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if len(lines) > 400 {
+		t.Errorf("the page has %d lines, want ≤ 400", len(lines))
+	}
+}
+
+// TestServerCore: the capacity figure is a ustack server's workers' busy
+// time plus what their P ran of the application's goroutines, less the
+// kicks, or a kernel server's CPUs' busy time, per request; in the
+// scheduler's placement a kernel server's CPUs are its clients' too, and
+// there is no figure.
+func TestServerCore(t *testing.T) {
+	two := child.Placement{Server: []int{1}, Client: []int{0}}
+	if two.Name() != child.TwoHosts {
+		t.Fatalf("placement %q, want %q", two.Name(), child.TwoHosts)
+	}
+	u := result{Workload: "rate", WorkerBusy: 0.5, YieldTime: 0.25, KickTime: 0.25, Workers: 1, ServerCPUsBusy: 1}
+	if got, how := serverCore(*contenderNamed("ustack"), u, two, 100000); math.Abs(got-5) > 1e-9 || how != coreWorkers {
+		t.Errorf("ustack: %v µs/request by %q, want 5 by %q", got, how, coreWorkers)
+	}
+	k := result{Workload: "rate", ServerCPUsBusy: 0.8}
+	if got, how := serverCore(*contenderNamed("kernel"), k, two, 100000); math.Abs(got-8) > 1e-9 || how != coreCPUs {
+		t.Errorf("kernel: %v µs/request by %q, want 8 by %q", got, how, coreCPUs)
+	}
+	if got, how := serverCore(*contenderNamed("kernel"), k, child.Placement{}, 100000); got != 0 || how != "" {
+		t.Errorf("kernel, shared placement: %v by %q, want none", got, how)
+	}
+	if got, _ := serverCore(*contenderNamed("floor-tcp"), u, two, 100000); got != 0 {
+		t.Errorf("floor: %v µs/request, want none", got)
 	}
 }

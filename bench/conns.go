@@ -130,9 +130,9 @@ func (r *report) printConns(w io.Writer) {
 	}
 	tw.Flush()
 
-	fmt.Fprintf(w, "\nCPU while the connections open (START to HELD): the client's and the server's CPUs busy (/proc/stat, the kernel's softirq work included), a ustack server's workers busy (stack.QueueStats.WorkerBusy: a spinning worker's CPU is busy all along), and per connection the server CPUs' time, the workers', its kicks' (KickTime: on veth a copy-mode kick runs the client's receive path) and the workers' less the kicks\n")
+	fmt.Fprintf(w, "\nCPU while the connections open (START to HELD): the client's and the server's CPUs busy (/proc/stat, the kernel's softirq work included), a ustack server's workers busy (stack.QueueStats.WorkerBusy: a spinning worker's CPU is busy all along), and per connection the server CPUs' time, the workers', its kicks' (KickTime: on veth a copy-mode kick runs the client's receive path) and the workers' less the kicks; core µs/conn: the server's CPU per connection with the platform's costs apart (%s), and connections per server core-second from it\n", coreLegend)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "contender\tclient CPUs busy\tserver CPUs busy\tworkers busy\tserver CPUs µs/conn\tworkers µs/conn\t×k\tkicks µs/conn\tworkers less kicks\t×k\t")
+	fmt.Fprintln(tw, "contender\tclient CPUs busy\tserver CPUs busy\tworkers busy\tserver CPUs µs/conn\tworkers µs/conn\t×k\tkicks µs/conn\tworkers less kicks\t×k\tcore µs/conn\tconns/core-s\t")
 	kcpu := r.serverCPUPerConn("kernel")
 	for _, n := range r.contenders() {
 		x := r.find(n, "conns", 0)
@@ -152,9 +152,9 @@ func (r *report) printConns(w io.Writer) {
 			}
 			return fmt.Sprintf("%.1f", v/float64(x.Count)*1e6)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n, pct(x.ClientCPUsBusy, x.ClientCPUCount), pct(x.ServerCPUsBusy, x.ServerCPUCount), pct(x.WorkerBusy, x.Workers),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n, pct(x.ClientCPUsBusy, x.ClientCPUCount), pct(x.ServerCPUsBusy, x.ServerCPUCount), pct(x.WorkerBusy, x.Workers),
 			us(x.ServerCPUsBusy), us(x.WorkerBusy), ratio(r.serverCPUPerConn(n), kcpu),
-			us(x.KickTime), us(x.WorkerBusy-x.KickTime), ratio(r.workerCPUPerConnLessKicks(n), kcpu))
+			us(x.KickTime), us(x.WorkerBusy-x.KickTime), ratio(r.workerCPUPerConnLessKicks(n), kcpu), coreUs(x), corePerSec(x))
 	}
 	tw.Flush()
 }

@@ -8,6 +8,9 @@
 //	kernel           Go net echo server on the kernel's TCP, default settings
 //	kernel-busypoll  kernel TCP, SO_BUSY_POLL on every socket and spinning
 //	                 non-blocking reads at both ends
+//	kernel-gnet      gnet v2's event loop on the kernel's TCP (echo and
+//	                 discard in OnTraffic), the peer a Go developer picks
+//	                 for lower latency than net
 //	ustack           the same echo server on a ustack listener (spin polling)
 //	ustack-1p        the same with GOMAXPROCS=1
 //	ustack-ustack    ustack at both ends

@@ -38,6 +38,10 @@ type options struct {
 	// leaves it empty, and the scheduler places them.
 	placement child.Placement
 	log       func(format string, args ...any)
+	// markdown, if set, is where the benchmark's page goes (-markdown);
+	// report, if set, is a results.json to report on instead of a run
+	// (-report).
+	markdown, report string
 }
 
 func main() {
@@ -50,12 +54,30 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(2)
 	}
+	if opts.report != "" {
+		// A report on an earlier run's results, nothing measured.
+		rep, err := readReport(opts.report)
+		if err == nil {
+			rep.printTables(os.Stdout)
+			if opts.markdown != "" {
+				err = rep.writeMarkdown(opts.markdown)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := run(ctx, opts)
 	if rep != nil {
 		if werr := rep.write(opts.out, os.Stdout); werr != nil && err == nil {
 			err = werr
+		}
+		if opts.markdown != "" && err == nil {
+			err = rep.writeMarkdown(opts.markdown)
 		}
 	}
 	if err != nil {
@@ -82,13 +104,18 @@ func parseFlags(args []string) (options, error) {
 	shared := fs.Bool("shared", false, "let the scheduler place servers and clients, so that a client and its server may share a CPU (default: the two-hosts placement of record, servers pinned to the last CPU this process may use and clients to the others)")
 	fs.Bool("split", false, "the two-hosts placement, now the default (accepted for older scripts; conflicts with -shared)")
 	workloads := fs.String("workloads", "", "comma-separated `workloads` to run (pingpong, qp, rate, bulk, bulk-s2c, conns; default all of each contender's)")
+	markdown := fs.String("markdown", "", "also write the benchmark's page (the method and this run's report, as docs/benchmark.md) to `file`")
+	reportFile := fs.String("report", "", "measure nothing: print the report of an earlier run's results.json `file` (with -markdown, its page too)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	o := options{quick: *quick, duration: *duration, warmup: *warmup, conns: *conns, held: *held, pipeline: *pipeline, runs: *runs, out: *out, kernelGRO: *kernelGRO, mtu: *mtu,
+	if *reportFile != "" {
+		return options{report: *reportFile, markdown: *markdown}, nil
+	}
+	o := options{quick: *quick, duration: *duration, warmup: *warmup, conns: *conns, held: *held, pipeline: *pipeline, runs: *runs, out: *out, kernelGRO: *kernelGRO, mtu: *mtu, markdown: *markdown,
 		log: func(f string, a ...any) { fmt.Printf(f, a...) }}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -157,7 +184,7 @@ func parseFlags(args []string) (options, error) {
 		// cannot run: named ones are an error, the default set skips them.
 		kept := o.contenders[:0]
 		for _, name := range o.contenders {
-			if c := contenderByName(name); c.Server == "ustack" || c.Server == "kernel" || c.Server == "kernel-busypoll" {
+			if c := contenderByName(name); c.Server == "ustack" || strings.HasPrefix(c.Server, "kernel") {
 				kept = append(kept, name)
 			} else if *contenders != "" {
 				return o, fmt.Errorf("-contenders: %s cannot run at -mtu %d (its AF_XDP code has no multi-buffer frames; at most %d)", name, o.mtu, singleFrameMTU)

@@ -101,9 +101,10 @@ func serveMain(args []string) error {
 	// floor's sink counters, "trace" prints the breakdown as a TRACE
 	// line of JSON ("TRACE null" for other servers), "sink" the floor's
 	// sink counters as a SINK line, "busy" the ustack server's workers'
-	// busy time (stack.QueueStats.WorkerBusy) in seconds, their number
-	// and their kicks' time (KickTime) as a BUSY line ("BUSY -1 0 0" for
-	// other servers).
+	// busy time (stack.QueueStats.WorkerBusy) in seconds, their number,
+	// their kicks' time (KickTime) and the time their Ps ran other
+	// goroutines (YieldTime) as a BUSY line ("BUSY -1 0 0 0" for other
+	// servers).
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		switch in.Text() {
@@ -122,13 +123,13 @@ func serveMain(args []string) error {
 			b, _ := json.Marshal(r)
 			fmt.Printf("SINK %s\n", b)
 		case "busy":
-			busy, workers, kicks := -1.0, 0, 0.0
+			busy, workers, kicks, yield := -1.0, 0, 0.0, 0.0
 			if servedStack != nil {
 				st := servedStack.Stats()
 				d, k := st.WorkerTime()
-				busy, workers, kicks = d.Seconds(), len(st.Queues), k.Seconds()
+				busy, workers, kicks, yield = d.Seconds(), len(st.Queues), k.Seconds(), st.YieldTime().Seconds()
 			}
-			fmt.Printf("BUSY %g %d %g\n", busy, workers, kicks)
+			fmt.Printf("BUSY %g %d %g %g\n", busy, workers, kicks, yield)
 		case "trace":
 			var t *stack.TraceStats
 			if servedStack != nil {
@@ -474,6 +475,7 @@ func (b *busyConn) Read(p []byte) (int, error) {
 		if spins > 50_000_000 {
 			return 0, os.ErrDeadlineExceeded
 		}
+
 	}
 }
 

@@ -71,7 +71,16 @@ var (
 var allContenders = []contender{
 	// Of record.
 	{Name: "kernel", Record: true, Server: "kernel", Client: "kernel", Proto: "tcp", Target: "kernel", Workloads: tcpWorkloads},
-	{Name: "kernel-busypoll", Record: true, Server: "kernel-busypoll", Client: "busypoll", Proto: "tcp", Target: "kernel", Workloads: []string{"pingpong", "rate", "bulk", "bulk-s2c"}},
+	// SO_BUSY_POLL is a setting for one connection's latency: a read
+	// that finds nothing polls the device up to busyPollMicros before it
+	// returns, so the rate workload's connections, many to a CPU, wait
+	// on each other's empty polls (0.07× the kernel's requests/s, and
+	// 0.17× with a yield after each empty read). It has no rate row.
+	{Name: "kernel-busypoll", Record: true, Server: "kernel-busypoll", Client: "busypoll", Proto: "tcp", Target: "kernel", Workloads: []string{"pingpong", "bulk", "bulk-s2c"}},
+	// gnet v2's event loop on the kernel's TCP: what a Go developer
+	// picks for lower latency than net, and what the handler API
+	// competes with.
+	{Name: "kernel-gnet", Record: true, Server: "kernel-gnet", Client: "kernel", Proto: "tcp", Target: "kernel", Workloads: []string{"pingpong", "rate", "bulk"}},
 	{Name: "ustack", Record: true, Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: tcpWorkloads},
 	// The same with one P: the application's goroutines then run on the
 	// worker's thread, which on a 2-CPU machine keeps them off the CPU
@@ -157,15 +166,23 @@ func contenderNamed(name string) *contender {
 // other kernel sockets, floor); for a bulk transfer, the floor's in the
 // same direction. "" where there is none.
 func floorOf(c contender, workload string) string {
+	xdpClient := c.Client == "ustack" || c.Client == "ustack-handler" || c.Client == "floor"
 	switch workload {
 	case "pingpong":
 		switch {
-		case c.Client == "ustack" || c.Client == "ustack-handler" || c.Client == "floor":
+		case xdpClient:
 			return "floor-floor"
 		case c.Client == "kernel" && c.Proto == "tcp":
 			return "floor-tcp"
 		}
 		return "floor"
+	case "rate":
+		switch {
+		case xdpClient:
+			return "floor-floor"
+		case c.Client == "kernel" && c.Proto == "tcp":
+			return "floor-tcp"
+		}
 	case "bulk", "bulk-s2c":
 		return "floor"
 	}
@@ -233,6 +250,16 @@ type result struct {
 	// server's kicks took (stack.QueueStats.KickTime): on veth a
 	// copy-mode kick runs the client's receive path inside the call.
 	KickTime float64 `json:"kick_s,omitempty"`
+	// YieldTime is the time the server's workers' Ps ran other
+	// goroutines (stack.QueueStats.YieldTime): with one P, as in the
+	// placement of record, the application's goroutines.
+	YieldTime float64 `json:"yield_s,omitempty"`
+	// ServerCoreUsPerReq is the server's CPU per request (rate) or per
+	// connection (conns) in µs, with the platform's costs apart: the
+	// capacity of one server core. CoreMethod says how it was measured
+	// (serverCore); zero where it could not be.
+	ServerCoreUsPerReq float64 `json:"server_core_us_per_req,omitempty"`
+	CoreMethod         string  `json:"server_core_method,omitempty"`
 	// How many CPUs and workers those sums are over (the shares divide
 	// by them); zero reads as one.
 	ServerCPUCount int `json:"server_cpu_count,omitempty"`
@@ -564,7 +591,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 		return m
 	}
 	limit := o.duration + 60*time.Second
-	var s0, c0, rss0, slab0, sb0, cb0, wb0, k0 float64
+	var s0, c0, rss0, slab0, sb0, cb0, wb0, k0, y0 float64
 	sp, cp := srv.Pid(), cl.Pid()
 	for {
 		line, err := cl.ReadLine(limit)
@@ -590,26 +617,35 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 			if v := child.CPUBusySeconds(m.ClientCPUs) - cb0; !math.IsNaN(v) {
 				m.ClientCPUsBusy, m.ClientCPUCount = v, child.CountCPUs(m.ClientCPUs)
 			}
-			if wb, n, k := serverBusy(srv); wb >= 0 && wb0 >= 0 {
-				m.WorkerBusy, m.Workers, m.KickTime = wb-wb0, n, k-k0
+			if wb, n, k, y := serverBusy(srv); wb >= 0 && wb0 >= 0 {
+				m.WorkerBusy, m.Workers, m.KickTime, m.YieldTime = wb-wb0, n, k-k0, y-y0
 			}
+			m.ServerCoreUsPerReq, m.CoreMethod = serverCore(c, m, o.placement, int64(o.held))
 			cl.Send("release")
 		case line == "START":
 			s0, c0, rss0, slab0 = child.CPUSeconds(sp), child.CPUSeconds(cp), child.RSSBytes(sp), child.SlabBytes()
 			m.ServerCPUs, m.ClientCPUs = child.CPUsAllowed(sp), child.CPUsAllowed(cp)
 			srv.Send("reset")
-			if m.Workload == "conns" {
+			if m.Workload == "conns" || m.Workload == "rate" {
 				sb0, cb0 = child.CPUBusySeconds(m.ServerCPUs), child.CPUBusySeconds(m.ClientCPUs)
 			}
-			if m.Workload == "conns" || throughput(m.Workload) {
-				wb0, _, k0 = serverBusy(srv)
+			if m.Workload == "conns" || m.Workload == "rate" || throughput(m.Workload) {
+				wb0, _, k0, y0 = serverBusy(srv)
 			}
 		case line == "END":
 			m.ServerCPU = child.CPUSeconds(sp) - s0
 			m.ClientCPU = child.CPUSeconds(cp) - c0
-			if throughput(m.Workload) {
-				if wb, n, k := serverBusy(srv); wb >= 0 && wb0 >= 0 {
-					m.WorkerBusy, m.Workers, m.KickTime = wb-wb0, n, k-k0
+			if throughput(m.Workload) || m.Workload == "rate" {
+				if wb, n, k, y := serverBusy(srv); wb >= 0 && wb0 >= 0 {
+					m.WorkerBusy, m.Workers, m.KickTime, m.YieldTime = wb-wb0, n, k-k0, y-y0
+				}
+			}
+			if m.Workload == "rate" {
+				if v := child.CPUBusySeconds(m.ServerCPUs) - sb0; !math.IsNaN(v) {
+					m.ServerCPUsBusy, m.ServerCPUCount = v, child.CountCPUs(m.ServerCPUs)
+				}
+				if v := child.CPUBusySeconds(m.ClientCPUs) - cb0; !math.IsNaN(v) {
+					m.ClientCPUsBusy, m.ClientCPUCount = v, child.CountCPUs(m.ClientCPUs)
 				}
 			}
 		case strings.HasPrefix(line, "RESULT "):
@@ -642,6 +678,9 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 				m.ServerCPUPerM = m.ServerCPU / float64(m.Count) * 1e6
 				m.ClientCPUPerM = m.ClientCPU / float64(m.Count) * 1e6
 			}
+			if m.Workload == "rate" {
+				m.ServerCoreUsPerReq, m.CoreMethod = serverCore(c, m, o.placement, m.Count)
+			}
 			if m.Workload == "pingpong" || m.Workload == "qp-handler" {
 				m.Breakdown = serverTrace(srv)
 			}
@@ -651,21 +690,60 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 }
 
 // serverBusy asks a server child for its workers' busy seconds, their
-// number and its kicks' seconds: -1 for a server other than ustack's, or
-// an answer it cannot read (ReadLine stops a child that does not answer
-// in time).
-func serverBusy(srv *server) (busy float64, workers int, kicks float64) {
+// number, its kicks' seconds and the seconds its workers' Ps ran other
+// goroutines: busy -1 for a server other than ustack's, or an answer it
+// cannot read (ReadLine stops a child that does not answer in time).
+func serverBusy(srv *server) (busy float64, workers int, kicks, yield float64) {
 	if err := srv.Send("busy"); err != nil {
-		return -1, 0, 0
+		return -1, 0, 0, 0
 	}
 	line, err := srv.ReadLine(5 * time.Second)
 	if err != nil {
-		return -1, 0, 0
+		return -1, 0, 0, 0
 	}
-	if _, err := fmt.Sscanf(line, "BUSY %g %d %g", &busy, &workers, &kicks); err != nil {
-		return -1, 0, 0
+	if _, err := fmt.Sscanf(line, "BUSY %g %d %g %g", &busy, &workers, &kicks, &yield); err != nil {
+		return -1, 0, 0, 0
 	}
-	return busy, workers, kicks
+	return busy, workers, kicks, yield
+}
+
+// Capacity methods (result.CoreMethod).
+const (
+	// coreWorkers: a ustack server's workers' busy time plus the time
+	// their Ps ran the application's goroutines, less every kick's time
+	// (on veth a copy-mode kick runs the client's receive path).
+	coreWorkers = "ustack workers: busy + yielded to goroutines − kicks"
+	// coreCPUs: a kernel server's CPUs' busy time from /proc/stat,
+	// softirq included. The kernel's sends on veth run the client's
+	// receive path on the server's CPU; /proc/stat cannot tell that
+	// part apart, so it is included.
+	coreCPUs = "server CPUs busy (/proc/stat, softirq and the peer's receive in sends included)"
+)
+
+// serverCore returns a server's CPU per request (or per connection, n
+// of them) in µs, with the platform's costs apart where they can be told
+// apart, and how it was measured: "" where it cannot be.
+//
+// A ustack server spins, so its process's CPU time is its whole life:
+// its work is its workers' busy time and, with one P, the time they
+// yielded to the application's goroutines (QueueStats.YieldTime), less
+// its kicks. A kernel server's work is its CPUs' busy time, which counts
+// only in the two-hosts placement, where no client shares its CPUs. The
+// floors spin too and count nothing.
+func serverCore(c contender, m result, pl child.Placement, n int64) (float64, string) {
+	if n <= 0 {
+		return 0, ""
+	}
+	switch {
+	case c.Server == "ustack" && m.Workers > 0:
+		if pl.Name() != child.TwoHosts && c.Procs != 1 {
+			return 0, "" // goroutines on other Ps than the worker's
+		}
+		return (m.WorkerBusy + m.YieldTime - m.KickTime) / float64(n) * 1e6, coreWorkers
+	case strings.HasPrefix(c.Server, "kernel") && m.ServerCPUsBusy > 0 && pl.Name() == child.TwoHosts:
+		return m.ServerCPUsBusy / float64(n) * 1e6, coreCPUs
+	}
+	return 0, ""
 }
 
 // serverSink asks a floor server what its sink received since the reset

@@ -132,6 +132,9 @@ func startServer(contender, iface, poll string, port uint16, upstream, handler b
 		go echo.ServeSource(lns[2])
 		go serveQP(lns[3])
 		return func() { closeAll(lns); s.Close() }, s.Stats().AttachMode.String(), nil
+	case "kernel-gnet":
+		stop, err := startGnet(kernelAddr)
+		return stop, "", err
 	case "gvisor-xdp":
 		stop, err := startGVisorXDP(iface, ustackAddr)
 		return stop, bpf.AttachNative.String(), err
