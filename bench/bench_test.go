@@ -765,3 +765,29 @@ func TestServerCore(t *testing.T) {
 		t.Errorf("floor: %v µs/request, want none", got)
 	}
 }
+
+// TestRoundTripTakenApart: a ustack-to-ustack round trip is the raw
+// round trip of the same run plus both stacks' RX-ring-to-TX-ring p50s
+// plus a rest, floor-floor-tcp preferred to floor-floor.
+func TestRoundTripTakenApart(t *testing.T) {
+	bd := func(tx, kicked float64) []stageTime {
+		return []stageTime{{Stage: stack.StageTxRing.String(), P50: tx}, {Stage: stack.StageKicked.String(), P50: kicked}}
+	}
+	x := result{Contender: "ustack-ustack-handler", Workload: "pingpong", Size: 64, RTT: &rttQuantiles{P50: 12},
+		Breakdown: bd(1.5, 6), ClientBreakdown: bd(2, 7)}
+	ff := result{Contender: "floor-floor", Workload: "pingpong", Size: 64, RTT: &rttQuantiles{P50: 7}}
+	r := &report{Medians: []result{x, ff}}
+	rt, ok := r.roundTripOf(&r.Medians[0])
+	if !ok || rt.FloorName != "floor-floor" || rt.Rest != 12-7-1.5-2 || rt.ServerKick != 4.5 || rt.ClientKick != 5 {
+		t.Errorf("round trip %+v (%v)", rt, ok)
+	}
+	fft := result{Contender: "floor-floor-tcp", Workload: "pingpong", Size: 64, RTT: &rttQuantiles{P50: 8}}
+	r.Medians = append(r.Medians, fft)
+	if rt, _ := r.roundTripOf(&r.Medians[0]); rt.FloorName != "floor-floor-tcp" || rt.Rest != 12-8-1.5-2 {
+		t.Errorf("with floor-floor-tcp: %+v", rt)
+	}
+	x.ClientBreakdown = nil
+	if _, ok := r.roundTripOf(&x); ok {
+		t.Error("taken apart without the client's breakdown")
+	}
+}

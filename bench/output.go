@@ -213,6 +213,7 @@ func (r *report) printTables(w io.Writer) {
 		}
 		tw.Flush()
 	}
+	r.printRoundTrips(w)
 	if kr := r.find("kernel", "rate", 0); kr != nil {
 		fmt.Fprintf(w, "\nrequests/s, %d connections, 64-byte requests, pipeline %d (×k, ×gnet, ×floor: ratios to kernel, kernel-gnet and the floor with the same client (floor-tcp for a kernel TCP client, floor-floor for an AF_XDP one), higher is better; core µs/req: the server's CPU per request with the platform's costs apart, and requests per server core-second from it (%s); srv CPU s/Mreq: the server process's CPU time, all of it for a spinning server)\n", kr.Conns, kr.Pipeline, coreLegend)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -681,4 +682,72 @@ func readReport(path string) (*report, error) {
 		return nil, fmt.Errorf("%s: no medians: not a results.json of this benchmark", path)
 	}
 	return &r, nil
+}
+
+// stageP50 is a breakdown's p50 at stage (NaN if absent).
+func stageP50(b []stageTime, stage stack.TraceStage) float64 {
+	for _, s := range b {
+		if s.Stage == stage.String() {
+			return s.P50
+		}
+	}
+	return math.NaN()
+}
+
+// roundTrip is a ustack-to-ustack round trip taken apart (p50s, µs):
+// the raw AF_XDP round trip of the same run (floor-floor's: two one-way
+// trips through veth, the XDP programs and the copies into UMEM, and
+// the polls that find the frames), each side's stack work (from its RX
+// ring to the reply on its TX ring, from the stacks' breakdowns), and
+// the rest. The kicks are given apart: a kick returns after the peer
+// may already have taken the frame, so it overlaps the peer's poll and
+// is part of the floor's round trip, not an addend. p50s do not add
+// exactly; the rest takes up the difference.
+type roundTrip struct {
+	RTT, Floor, ServerStack, ClientStack, Rest, ServerKick, ClientKick float64
+	FloorName                                                          string
+}
+
+// roundTripOf takes x's 64-byte round trip apart, if both ends are
+// ustack's and traced and a floor-floor ran.
+func (r *report) roundTripOf(x *result) (roundTrip, bool) {
+	if x == nil || x.RTT == nil || len(x.Breakdown) == 0 || len(x.ClientBreakdown) == 0 {
+		return roundTrip{}, false
+	}
+	st, sk := stageP50(x.Breakdown, stack.StageTxRing), stageP50(x.Breakdown, stack.StageKicked)
+	ct, ck := stageP50(x.ClientBreakdown, stack.StageTxRing), stageP50(x.ClientBreakdown, stack.StageKicked)
+	if math.IsNaN(st + sk + ct + ck) {
+		return roundTrip{}, false
+	}
+	rt := roundTrip{RTT: x.RTT.P50, ServerStack: st, ServerKick: sk - st, ClientStack: ct, ClientKick: ck - ct}
+	for _, f := range []string{"floor-floor-tcp", "floor-floor"} {
+		if fx := r.find(f, "pingpong", 64); fx != nil && fx.RTT != nil {
+			rt.Floor, rt.FloorName = fx.RTT.P50, f
+			break
+		}
+	}
+	if rt.FloorName == "" {
+		return roundTrip{}, false
+	}
+	rt.Rest = rt.RTT - rt.Floor - st - ct
+	return rt, true
+}
+
+// printRoundTrips accounts for the ustack-to-ustack round trips.
+func (r *report) printRoundTrips(w io.Writer) {
+	header := false
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, n := range r.contenders() {
+		rt, ok := r.roundTripOf(r.find(n, "pingpong", 64))
+		if !ok {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(w, "\nustack at both ends, 64-byte round trip taken apart (p50s in µs): the raw AF_XDP round trip of this run (veth, XDP, the copies into UMEM and the polls, both ways), each side's stack from its RX ring to the reply on its TX ring (the stacks' breakdowns), and the rest; the kicks apart, since a kick returns after the peer may have taken the frame\n")
+			fmt.Fprintln(tw, "contender\tRTT\traw round trip\tserver stack\tclient stack\trest\tserver kick\tclient kick\t")
+			header = true
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f (%s)\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", n, rt.RTT, rt.Floor, rt.FloorName, rt.ServerStack, rt.ClientStack, rt.Rest, rt.ServerKick, rt.ClientKick)
+	}
+	tw.Flush()
 }

@@ -163,6 +163,9 @@ type clientResult struct {
 	Workload string          `json:"workload"`
 	// XDPMode is the attach mode of a ustack client's XDP program.
 	XDPMode string `json:"xdp_mode,omitempty"`
+	// Breakdown is a ustack client's latency breakdown over the measured
+	// ping-pong (Config.Trace).
+	Breakdown []stageTime `json:"breakdown,omitempty"`
 }
 
 type rttQuantiles struct {
@@ -220,12 +223,18 @@ func clientMain(args []string) error {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 		mark("START")
+		if clientStack != nil {
+			clientStack.ResetTrace()
+		}
 		t0 := time.Now()
 		h, err := pingPong(echo.PingPongConfig{Size: *size, Warmup: -1, Duration: *duration})
 		res.Seconds = time.Since(t0).Seconds()
 		mark("END")
 		if err != nil {
 			return err
+		}
+		if clientStack != nil {
+			res.Breakdown = traceStages(clientStack.Stats().Trace)
 		}
 		res.Count = h.TotalCount()
 		res.RTT, res.CDF = rttOf(h), histCDF(h)
@@ -394,6 +403,9 @@ func clientDialer(kind, iface string) (dial echo.Dialer, closeDial func(), xdpMo
 			Interface: iface,
 			Addrs:     []netip.Prefix{netip.PrefixFrom(clientUstackIPv4, vethtest.PrefixLen4)},
 			Poll:      stack.Spin,
+			// The client's breakdown, with the server's, accounts for
+			// a ustack-ustack round trip (as the server's, sampled).
+			Trace: true,
 		})
 		if err != nil {
 			return nil, nil, "", err

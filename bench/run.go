@@ -276,7 +276,12 @@ type result struct {
 	// Breakdown is the ustack server's latency breakdown over the measured
 	// window (µs from the request leaving the RX ring to each stage).
 	Breakdown []stageTime `json:"breakdown,omitempty"`
-	Error     string      `json:"error,omitempty"`
+	// ClientBreakdown is a ustack client's, for the ping-pong: its
+	// "request" is the server's reply, and from handlers its reply is
+	// the next request, so with the server's it accounts for the round
+	// trip (roundTripRows).
+	ClientBreakdown []stageTime `json:"client_breakdown,omitempty"`
+	Error           string      `json:"error,omitempty"`
 }
 
 // stageTime is one stage of a latency breakdown, in microseconds.
@@ -299,6 +304,14 @@ func serverTrace(srv *server) []stageTime {
 	}
 	var t *stack.TraceStats
 	if json.Unmarshal([]byte(line[len("TRACE "):]), &t) != nil || t == nil {
+		return nil
+	}
+	return traceStages(t)
+}
+
+// traceStages converts a ustack latency breakdown to the report's.
+func traceStages(t *stack.TraceStats) []stageTime {
+	if t == nil {
 		return nil
 	}
 	var out []stageTime
@@ -654,7 +667,7 @@ func measure(ctx context.Context, exe string, pair *vethtest.Pair, c contender, 
 				m.Error = err.Error()
 			}
 			cl.Stop()
-			m.Count, m.Seconds, m.Bytes, m.RTT, m.CDF = cr.Count, cr.Seconds, cr.Bytes, cr.RTT, cr.CDF
+			m.Count, m.Seconds, m.Bytes, m.RTT, m.CDF, m.ClientBreakdown = cr.Count, cr.Seconds, cr.Bytes, cr.RTT, cr.CDF, cr.Breakdown
 			m.ServerXDP, m.ClientXDP = srv.xdpMode, cr.XDPMode
 			if c.Proto == "udp" && m.Workload == "bulk" {
 				// What the floor received, not what the kernel sent.
