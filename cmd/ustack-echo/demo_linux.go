@@ -209,7 +209,7 @@ func (r *demoReport) print(w io.Writer, size, conns int) {
 		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", f.Server, f.P50, f.P99, f.P999, rate, bulk)
 	}
 	fmt.Fprintf(tw, "ustack ×kernel\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", u.P50/k.P50, u.P99/k.P99, u.P999/k.P999, u.ReqPerSec/k.ReqPerSec, u.BulkGbps/k.BulkGbps)
-	fmt.Fprintf(tw, "ustack ×floor\t%.2f\t%.2f\t%.2f\t-\t%.2f\t\n", u.P50/ft.P50, u.P99/ft.P99, u.P999/ft.P999, u.BulkGbps/fl.BulkGbps)
+	fmt.Fprintf(tw, "ustack ×floor\t%s\t%s\t%s\t-\t%s\t\n", floorCell(u.P50, ft.P50, true), floorCell(u.P99, ft.P99, true), floorCell(u.P999, ft.P999, true), floorCell(u.BulkGbps, fl.BulkGbps, false))
 	tw.Flush()
 	fmt.Fprintln(w)
 	for _, l := range r.closing(size, conns) {
@@ -233,10 +233,16 @@ func (r *demoReport) closing(size, conns int) []string {
 		{fmt.Sprintf("requests/s over %d connections", conns), u.ReqPerSec / k.ReqPerSec, false, 0},
 		{"single-flow bulk, client to server", u.BulkGbps / k.BulkGbps, false, u.BulkGbps / fl.BulkGbps},
 	}
-	var wins, losses []string
+	var wins, losses, beaten []string
 	for _, c := range cs {
 		s := fmt.Sprintf("%s (%.2f× the kernel's", c.what, c.ratio)
-		if c.floorRatio > 0 {
+		switch {
+		case c.floorRatio > 0 && c.lowerWins == (c.floorRatio < 1):
+			// A floor no stack can beat, beaten: the floor measured
+			// something else, and the ratio is no result.
+			beaten = append(beaten, c.what)
+			s += ", the floor beaten"
+		case c.floorRatio > 0:
 			s += fmt.Sprintf(", %.2f× the floor's", c.floorRatio)
 		}
 		s += ")"
@@ -256,16 +262,34 @@ func (r *demoReport) closing(size, conns int) []string {
 	if !r.Placement.Pinned() {
 		where = "shared: the scheduler placed servers and clients, so a client may share a CPU with its server (-shared)"
 	}
-	return []string{
+	lines := []string{
 		"ustack wins on: " + join(wins) + ".",
 		"ustack does not win on: " + join(losses) + ".",
+	}
+	if len(beaten) > 0 {
+		lines = append(lines, "Floor beaten on: "+strings.Join(beaten, "; ")+". A floor no stack can beat was beaten,",
+			"so in this run it did not measure what it bounds: those ratios are no result (bench says the same).")
+	}
+	return append(lines,
 		"The floors are raw AF_XDP code with no TCP/IP stack, the least work this path allows: floor-tcp echoes the",
 		fmt.Sprintf("client's TCP with no connection state (its round trip %.2f× the floor's UDP one: the client's own TCP),", ft.P50/fl.P50),
 		"and round trips are set against it; bulk against the floor's UDP at MTU 1500, bounded by copy-mode AF_XDP,",
 		"while the kernel passes 64 KiB packets between veth ends by pointer.",
-		"Placement: " + where + "; CPU: " + r.CPUModel + ".",
+		"Placement: "+where+"; CPU: "+r.CPUModel+".",
 		"Every contender, workload, JSON and plots: go run ./bench",
+	)
+}
+
+// floorCell is a figure's ratio to its floor's for the table, or "beaten"
+// where the figure is better than the floor's, which no stack can be.
+func floorCell(got, floor float64, lowerWins bool) string {
+	if got <= 0 || floor <= 0 {
+		return "-"
 	}
+	if lowerWins == (got < floor) {
+		return "beaten"
+	}
+	return fmt.Sprintf("%.2f", got/floor)
 }
 
 func cpuModel() string {

@@ -153,3 +153,32 @@ func exclusive(t *testing.T) {
 	}
 	t.Cleanup(release)
 }
+
+// TestDemoFloorBeaten: a round trip below floor-tcp's or a bulk rate
+// above the floor's is said to have beaten the floor, never printed as a
+// ratio; one within its floor keeps its ratio.
+func TestDemoFloorBeaten(t *testing.T) {
+	r := &demoReport{CPUModel: "test", Figures: map[string]*demoFigures{
+		"kernel":    {Server: "kernel", P50: 60, P99: 100, P999: 200, ReqPerSec: 1000, BulkGbps: 20},
+		"ustack":    {Server: "ustack", P50: 25, P99: 90, P999: 150, ReqPerSec: 1500, BulkGbps: 6.4},
+		"floor":     {Server: "floor", P50: 15, P99: 30, P999: 40, BulkGbps: 5.5},
+		"floor-tcp": {Server: "floor-tcp", P50: 30, P99: 45, P999: 60},
+	}}
+	var out strings.Builder
+	r.print(&out, 64, 8)
+	text := out.String()
+	for _, want := range []string{"64-byte round trip, median (0.42× the kernel's, the floor beaten)",
+		"single-flow bulk, client to server (0.32× the kernel's, the floor beaten)",
+		"64-byte round trip, p99 (0.90× the kernel's, 2.00× the floor's)",
+		"Floor beaten on: 64-byte round trip, median; single-flow bulk, client to server."} {
+		if !strings.Contains(text, want) {
+			t.Errorf("demo lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "0.83") || strings.Contains(text, "1.16") {
+		t.Errorf("a beaten floor printed as a ratio:\n%s", text)
+	}
+	if got := floorCell(25, 30, true); got != "beaten" {
+		t.Errorf("floorCell(25, 30) = %q", got)
+	}
+}
