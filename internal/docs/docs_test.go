@@ -221,9 +221,16 @@ func TestDocLinks(t *testing.T) {
 	t.Logf("%d relative links checked in %d files", checked, len(files))
 }
 
-// TestNetstackPatchesDocumented: docs/netstack.md's table lists every
-// patch of the carried netstack, as "NNNN name".
-func TestNetstackPatchesDocumented(t *testing.T) {
+// TestNetstackPatchTable: docs/netstack.md's patch table, between its
+// markers, is the one the series file and the patch headers generate
+// (PatchTable), so it lists every patch in series order and cannot
+// drift from what the headers say. A patch file the series leaves out
+// fails here too, as gvisor.sh refuses it.
+func TestNetstackPatchTable(t *testing.T) {
+	table, err := PatchTable(root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	patches, err := filepath.Glob(filepath.Join(root, "internal/third_party/gvisor-patches/*.patch"))
 	if err != nil {
 		t.Fatal(err)
@@ -231,13 +238,60 @@ func TestNetstackPatchesDocumented(t *testing.T) {
 	if len(patches) == 0 {
 		t.Fatal("no patches found under internal/third_party/gvisor-patches: update this test to where the series lives")
 	}
-	doc := read(t, "docs/netstack.md")
 	for _, p := range patches {
-		base := strings.TrimSuffix(filepath.Base(p), ".patch")
-		num, name, _ := strings.Cut(base, "-")
-		if !strings.Contains(doc, "| "+num+" "+name+" |") {
-			t.Errorf("docs/netstack.md does not list patch %s %s", num, name)
+		num, name, _ := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".patch"), "-")
+		if !strings.Contains(table, "| "+num+" "+name+" |") {
+			t.Errorf("the series does not list %s", filepath.Base(p))
 		}
+	}
+	doc := read(t, "docs/netstack.md")
+	want, err := ReplaceTable(doc, table)
+	if err != nil {
+		t.Fatalf("docs/netstack.md: %v", err)
+	}
+	if doc != want {
+		t.Errorf("docs/netstack.md's patch table differs from the patch headers: run internal/third_party/gvisor.sh -table (or go run ./internal/docs/patchtable -w docs/netstack.md) and commit the result")
+	}
+}
+
+// TestPatchTableReadsHeaders: the generator takes each column from the
+// header line or paragraph it names, and counts diff lines only below
+// the header.
+func TestPatchTableReadsHeaders(t *testing.T) {
+	dir := t.TempDir()
+	patches := filepath.Join(dir, "internal/third_party/gvisor-patches")
+	overlay := filepath.Join(dir, "internal/third_party/gvisor-overlay/0007-b/pkg")
+	for _, d := range []string{patches, overlay} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		filepath.Join(patches, "series"): "# comment\n[fixes]\n0003-a.patch  upstream  # google/gvisor#1\n[ours]\n0007-b.patch\n",
+		filepath.Join(patches, "0003-a.patch"): "Subject: tcp: a | b\n\nWhat: per RFC 9293 section 3.10.7.4.\nWhy: RFC 9293, as Linux's\ntcp_ack does.\n\nTest: TestA (fails\nwithout: TestNotB is prose).\n\n" +
+			"--- a/x.go\n+++ b/x.go\n@@ -1,2 +1,2 @@\n-old\n+new\n+more\n",
+		filepath.Join(patches, "0007-b.patch"): "Subject: stack: b\n\nWhy: ours.\n\nTest: the whole suite.\n",
+		filepath.Join(overlay, "b.go"):         "package pkg\n\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := PatchTable(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| 0003 a | fixes | yes (google/gvisor#1) | tcp: a \\| b | RFC 9293 §3.10.7.4; Linux `tcp_ack` | `TestA`, `TestNotB` | +2 −1 |  |\n",
+		"| 0007 b | ours |  | stack: b |  | none named: see the header | +0 −0 | `b.go` (2) |\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks the row\n%s\ngot\n%s", want, got)
+		}
+	}
+	if _, err := ReplaceTable("no markers", got); err == nil {
+		t.Error("ReplaceTable took a document without the markers")
 	}
 }
 
