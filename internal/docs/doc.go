@@ -6,6 +6,7 @@
 // name packages that exist, that README keeps to the shape the house
 // style asks for (at most 250 lines, no commit hashes, nothing dated
 // "this round"), that every relative link and anchor in README.md and
-// docs/*.md resolves, and that docs/netstack.md's patch table is the one
-// the headers generate.
+// docs/*.md resolves, that the tests and source files they name exist,
+// and that docs/netstack.md's patch table is the one the headers
+// generate.
 package docs
