@@ -78,8 +78,7 @@ func dialPair(t testing.TB, mp *memPair, port uint16) (client, server net.Conn) 
 // owed leaves with the reply, so the server sends one frame per request
 // and no pure ACK. The delayed-ACK timeout is set far above any scheduling
 // delay so that the count does not depend on timing. Upstream netstack
-// acknowledged every processed batch at once: two frames per request
-// (patch 0005).
+// acknowledges every processed batch at once: two frames per request.
 func TestMemAckRidesReply(t *testing.T) {
 	mp := newMemPairWith(t, Spin, func(c *Config) { c.DelayedAck = 400 * time.Millisecond })
 	count := &frameCounter{}
@@ -166,7 +165,7 @@ func TestMemBulkAckedEverySecondSegment(t *testing.T) {
 }
 
 // TestMemInlineProcessing: the worker processes the TCP segments of each
-// RX batch itself (patch 0004). Almost every request of a ping-pong is
+// RX batch itself (the PacketBuffer's Deferrer). Almost every request of a ping-pong is
 // processed inline on the server's worker; the exception is a request
 // that arrives while the application still holds its connection's lock
 // (finishing its previous Write), which goes to the processor goroutine

@@ -67,10 +67,10 @@ func (t *countedTimer) Reset(d time.Duration) {
 // TestMemTimerOpsPerRoundTrip: a 64-byte request and its echo cost
 // netstack's timers at most maxOps runtime timer operations, both ends
 // together. The delayed-ACK timer a request arms and the reply disarms
-// is left armed and only moved (patch 0088): a stop and a start per
-// round trip each end, 4.00 operations per round trip here, became one
-// move per delayed-ACK period, 0.09 (about one per round trip where a
-// round trip takes longer than that period).
+// is left armed and only moved: where a stop and a start per round trip
+// each end would cost 4 operations per round trip, a move costs one per
+// delayed-ACK period (about one per round trip where a round trip takes
+// longer than that period).
 func TestMemTimerOpsPerRoundTrip(t *testing.T) {
 	clk := &timerCountingClock{Clock: tcpip.NewStdClock()}
 	withClock := func(c *Config) { c.clock = clk }
@@ -96,7 +96,7 @@ func TestMemTimerOpsPerRoundTrip(t *testing.T) {
 }
 
 // TestMemTimersShareAClockTimer: a connection's TCP timers share one clock
-// timer (netstack patch 0092). After an echo each, both ends of a
+// timer, set for the earliest of their targets. After an echo each, both ends of a
 // connection have armed their retransmission and probe timers: two clock
 // timers an end while each timer had its own (about 150 bytes each with
 // its closure), one now. With the handshakes' retransmission timers, 6.1
@@ -162,19 +162,20 @@ func clockReadsPerRoundTrip(t *testing.T) (all, stackPkg float64) {
 
 // TestMemClockReadsPerRoundTrip: netstack reads its clock at most
 // maxReads times per 64-byte request and reply, both ends together. A
-// read costs 40–70 ns on a VM. Upstream read it 26 times per round trip
-// here: twice when arming the loss-probe timer, twice for each data
-// segment sent, once more for the segment's queueing and once for the
-// delayed ACK's timer; netstack patch 0074 reads once for each of the
-// first two and not at all for the last two (16 reads), and patch 0075
-// no longer for the neighbor cache's confirmation (14). Patch 0085 reads
-// once for a whole send (the data segment, its timestamp, the probe
-// timer), and the fast path's receive (0084) does the ACK's bookkeeping
-// at the segment's ingress time, which it read: 4 reads, two an end.
+// read is tens of nanoseconds on a VM. Upstream netstack reads it 26
+// times per round trip: twice when arming the loss-probe timer, twice
+// for each data segment sent, once more for the segment's queueing,
+// once for the delayed ACK's timer, and once per neighbor cache
+// confirmation. The carried netstack reads it once for a whole send (the
+// data segment, its timestamp, the probe timer; as Linux's
+// tcp_mstamp_refresh, once per burst), not at all for the queueing, the
+// delayed ACK (timed from the segment's ingress) or the confirmation
+// (a flag its timer reads), and the fast path's receive does the ACK's
+// bookkeeping at the segment's ingress time, which it read: 4 reads, two
+// an end.
 func TestMemClockReadsPerRoundTrip(t *testing.T) {
-	// Above 4 (patches 0084, 0085): timers that fire add reads on a slow
-	// run. Under the race detector they fire every round trip (7.5-8.5
-	// on the Intel Xeon VM): logged, not asserted.
+	// Above 4: timers that fire add reads on a slow run. Under the race
+	// detector they fire every round trip: logged, not asserted.
 	const maxReads = 8.0
 	if all, _ := clockReadsPerRoundTrip(t); all > maxReads && !raceEnabled {
 		t.Errorf("%.2f clock reads per round trip, want at most %.0f", all, maxReads)
@@ -183,18 +184,20 @@ func TestMemClockReadsPerRoundTrip(t *testing.T) {
 
 // TestMemNeighborConfirmationReadsNoClock: the neighbor cache's
 // confirmation of a Reachable entry by every ACK that moves SND.UNA
-// (Route.ConfirmReachable) reads no clock and resets no timer (netstack
-// patch 0075); upstream read the clock once per confirmation, twice per
-// round trip here, and reset the entry's timer.
+// (Route.ConfirmReachable) reads no clock and resets no timer: it sets a
+// flag the entry's timer reads when it fires, as Linux's
+// dst_confirm_neigh only stores neigh->confirmed. Upstream netstack
+// reads the clock once per confirmation, twice per round trip, and
+// resets the entry's timer.
 func TestMemNeighborConfirmationReadsNoClock(t *testing.T) {
 	if _, stackPkg := clockReadsPerRoundTrip(t); stackPkg > 0.1 {
 		t.Errorf("the neighbor cache read the clock %.2f times per round trip, want none", stackPkg)
 	}
 }
 
-// TestMonotonicTimeArithmetic: MonotonicTime's Add and Sub (netstack
-// patch 0074: int64 arithmetic) give what upstream's time.Time arithmetic
-// gave, saturation at both ends included.
+// TestMonotonicTimeArithmetic: MonotonicTime's Add and Sub, computed in
+// int64, give what upstream's time.Time arithmetic gives, saturation at
+// both ends included.
 func TestMonotonicTimeArithmetic(t *testing.T) {
 	ns := func(m tcpip.MonotonicTime) int64 {
 		n, err := strconv.ParseInt(m.String(), 10, 64)
@@ -222,9 +225,9 @@ func TestMonotonicTimeArithmetic(t *testing.T) {
 	}
 }
 
-// TestMemNeighborStaysReachableWhileConfirmed: with netstack patch 0075 an
-// ACK's confirmation no longer resets the neighbor entry's timer, the
-// timer reads it when it fires. The entry must still stay Reachable,
+// TestMemNeighborStaysReachableWhileConfirmed: an ACK's confirmation
+// does not reset the neighbor entry's timer; the timer reads it when it
+// fires. The entry must still stay Reachable,
 // without a transition, while ACKs confirm it, and still turn Stale once
 // they stop (RFC 4861 section 7.3.3).
 func TestMemNeighborStaysReachableWhileConfirmed(t *testing.T) {

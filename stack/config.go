@@ -111,17 +111,17 @@ type Config struct {
 	NoEarlyDemux bool
 	// NoFastPath turns ustack's TCP fast path off. Receiving, an
 	// in-order data segment of a quiet established connection that
-	// passes header prediction is processed where early demux finds its
-	// connection, without netstack's segment queue and generic checks
-	// (netstack patch 0084; Stats.TCPSegmentsFast and TCPFastMiss*).
-	// Sending, a segment of a plain IPv4 or IPv6 connection goes from
-	// TCP to the link endpoint with its IP header written in one step
-	// (0079), and a data segment's frame is written by the link from the
-	// TCP header and the segment's bytes, copied once (0081), not
-	// through netstack's IP and NIC layers; Stats.TCPSegmentsDirect
-	// counts them. A listener's SYN that it answers with a SYN cookie is
-	// answered by the worker from the frame (0086; Stats.TCPSynsOnWorker).
-	// For comparisons.
+	// passes header prediction (as Linux's tcp_rcv_established predicts)
+	// is processed where early demux finds its connection, without
+	// netstack's segment queue and generic checks (Stats.TCPSegmentsFast
+	// and TCPFastMiss*). Sending, a segment of a plain IPv4 or IPv6
+	// connection goes from TCP to the link endpoint with its IP header
+	// written in one step, and a data segment's frame is written by the
+	// link from the connection's header template and the segment's
+	// bytes, copied once, not through netstack's IP and NIC layers;
+	// Stats.TCPSegmentsDirect counts them. A listener's SYN that it
+	// answers with a SYN cookie is answered by the worker from the frame
+	// (Stats.TCPSynsOnWorker). For comparisons.
 	NoFastPath bool
 	// NoTxChecksum makes netstack compute TCP and UDP checksums in a pass
 	// of its own before the copy into the UMEM frame. By default the link
@@ -135,10 +135,10 @@ type Config struct {
 	// of up to 64 KiB and package offload cuts them into MSS-sized frames
 	// while copying them into UMEM, checksums included, so netstack's
 	// per-packet work is done once per 64 KiB instead of once per
-	// 1.4 KiB: server→client bulk 4.5–5.0 against 2.3–2.5 Gbit/s here.
-	// Loss inside such a packet is found and repaired per frame (netstack
-	// patch 0061): through 2% and 5% random loss a 16 MiB echo takes as
-	// long as without GSO. NoTxChecksum turns it off too. For comparisons.
+	// 1.4 KiB (docs/offload.md). Loss inside such a packet is found and
+	// repaired per frame, as Linux splits a sent skb where a SACK block
+	// ends (tcp_sacktag_walk), so random loss costs no more time than
+	// without GSO. NoTxChecksum turns it off too. For comparisons.
 	NoGSO bool
 	// NoGRO turns receive coalescing off. By default, within each
 	// received batch, consecutive in-order TCP segments of one flow with
@@ -163,18 +163,16 @@ type Config struct {
 	MaxTimeWait int
 	// CongestionControl is "bbr" (default), "reno" or "cubic".
 	//
-	// "bbr" is BBR version 1 as Linux has it (netstack patch 0066),
-	// setting the window only, since netstack has no pacer: through
+	// "bbr" is BBR version 1 as Linux's tcp_bbr.c has it, setting the
+	// window only, since netstack has no pacer: through
 	// random loss it keeps the window its bandwidth and delay model
 	// gives. Reno halves the window at every loss; on a LAN whose round
 	// trip is tens of microseconds it grows back one segment per round
 	// trip, so random loss holds it near ten segments. netstack's CUBIC
 	// grows by elapsed time over a smoothed RTT floored at 1 ms, so on
-	// such a LAN it stays at a few segments after a loss. Measured on a
-	// 2-vCPU veth pair with 2% and 5% random loss on the kernel peer, a
-	// 16 MiB echo took 1.08× and 1.25× the kernel's time with BBR and
-	// 2.2× and 2.7× with Reno, each resending about what was lost
-	// (README, "Loss recovery").
+	// such a LAN it stays at a few segments after a loss.
+	// docs/reliability.md ("Loss recovery") compares them with the
+	// kernel's TCP through random loss.
 	CongestionControl string
 	// SynCookies says when a listener answers a SYN with a SYN cookie
 	// (RFC 4987) instead of a half-open connection: "auto" (default)
@@ -183,20 +181,18 @@ type Config struct {
 	// that no SYN allocates anything until the ACK that completes the
 	// handshake. A cookie carries the MSS (one of 536, 1300, 1440, 1460);
 	// when the SYN has timestamps, its window scale and SACK-permitted
-	// ride in the SYN-ACK's timestamp and are kept (netstack patch
-	// 0077), without, the connection has neither, as with Linux. A
-	// server that speaks first can lose its connection with the
-	// handshake's last ACK: no SYN-ACK is resent for a cookie. Hence
-	// "auto" by default, as they cost setup nothing measurable: a
-	// connect, 100-byte echo and close took 97-120 µs with "always"
-	// against 104-120 with "auto" (both ends in process, AMD EPYC,
-	// BenchmarkMemConnectSynCookies), with 17 more allocations.
-	// Stats.TCPSynCookiesSent and the two after it count what they do.
-	// A SYN answered with a cookie is answered by the worker itself,
-	// from its frame (netstack patch 0086, unless NoFastPath;
-	// Stats.TCPSynsOnWorker): under a flood "always" keeps the fill ring
-	// from overflowing where "auto" first makes 4,095 half-open
-	// connections (docs/known-issues.md).
+	// ride in the SYN-ACK's timestamp and are kept, as Linux's
+	// cookie_init_timestamp keeps them; without, the connection has
+	// neither, as with Linux. A server that speaks first can lose its
+	// connection with the handshake's last ACK: no SYN-ACK is resent for
+	// a cookie. Hence "auto" by default, though "always" costs a
+	// connection's setup about the same time and a few more allocations
+	// (BenchmarkMemConnectSynCookies compares them). Stats.TCPSynCookiesSent
+	// and the two after it count what they do. A SYN answered with a
+	// cookie is answered by the worker itself, from its frame (unless
+	// NoFastPath; Stats.TCPSynsOnWorker): under a flood "always" keeps
+	// the fill ring from overflowing where "auto" first makes 4,095
+	// half-open connections (docs/known-issues.md).
 	SynCookies string
 	// Trace records a latency breakdown of request/response traffic: the
 	// time from a request's frame leaving the RX ring to netstack being

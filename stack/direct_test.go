@@ -14,7 +14,7 @@ import (
 
 // TestScriptDirectWrite: with the fast path on, every TCP segment of an
 // IPv4 or IPv6 connection (the handshake's, data, pure ACKs, FIN) is written by
-// the direct send (netstack patches 0079, 0081), and its IP header is
+// the direct send (Route.WriteDirect, WriteTCPFrame), and its IP header is
 // byte for byte the one netstack's network endpoint writes; with Config.NoFastPath
 // none is, and the headers are the same. Both runs play one script.
 func TestScriptDirectWrite(t *testing.T) {
@@ -140,7 +140,7 @@ func TestScriptDirectWriteDeclines(t *testing.T) {
 
 // TestScriptFrameTemplate: a connection's data segments take their
 // Ethernet and network headers from a template made by its first
-// (netstack patch 0090) and kept while nothing changes; each change the
+// (stack.Route.PrepareFrameTemplate) and kept while nothing changes; each change the
 // template holds is seen by the next segment, which makes a new one: the
 // neighbour's link address, the protocol's default TTL, the connection's
 // own TTL; and once ustack's address is removed no segment leaves from

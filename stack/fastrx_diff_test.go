@@ -179,8 +179,8 @@ func runDiff(t *testing.T, steps []diffStep, ts, fast bool) diffRun {
 // reports a difference. One thing in a run is not the test's to order: a
 // timer. The fast path arms the delayed-ACK timer (the backstop, with
 // delayed ACKs off) for every segment it takes, and the segment that
-// carries the ACK disables it without stopping its clock (netstack
-// patch 0088), so about a millisecond later its handler takes the
+// carries the ACK disables it without stopping its clock (a stop and a
+// start per request cost more than the spurious wake-up), so about a millisecond later its handler takes the
 // connection's lock for nothing. A step that arrives then misses the fast
 // path as busy, and netstack's processor may take that batch's first
 // segment before the worker queued the rest: one ACK more than the run

@@ -188,9 +188,9 @@ func TestScriptFastReceive(t *testing.T) {
 
 // TestEndpointSizeClass: netstack's TCP endpoint, plus the 8-byte header
 // the Go allocator puts before an object of its size with pointers,
-// stays in the 1,536-byte size class (netstack patch 0083 moved it there
-// from the 1,792-byte one; a field added where alignment leaves no hole
-// moves it back, 256 bytes on every connection).
+// stays in the 1,536-byte size class (its small fields packed into the
+// holes alignment leaves; a field added where alignment leaves no hole
+// moves it to the 1,792-byte class, 256 bytes on every connection).
 func TestEndpointSizeClass(t *testing.T) {
 	if n := unsafe.Sizeof(tcp.Endpoint{}); n+8 > 1536 {
 		t.Fatalf("tcp.Endpoint is %d bytes: with the allocator's header past the 1,536-byte size class", n)
@@ -311,7 +311,7 @@ func (p *scriptPeer) echoRequests(rounds int, ackEchoes bool) {
 
 // TestScriptReaderReplyBeforeAck: a request the fast path's receive
 // queues for a goroutine's Read reaches the application before netstack
-// processes the ACK it carries (netstack patch 0084's runLateAckLocked,
+// processes the ACK it carries (the fast path's runLateAckLocked,
 // run from the worker's deferred work after its yield), so the reply is
 // not held up by that bookkeeping: with one P, the server reading a
 // request sees the previous reply still unacknowledged, though the

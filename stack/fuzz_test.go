@@ -527,7 +527,7 @@ func FuzzRX(f *testing.F) {
 
 // FuzzRXSynCookies is FuzzRX against a target whose listener answers
 // every SYN with a SYN cookie, so that its SYNs are answered on the
-// worker (netstack patch 0086) and its connections made from cookies.
+// worker (tcp.Endpoint.AnswerSyn) and its connections made from cookies.
 func FuzzRXSynCookies(f *testing.F) {
 	for _, s := range rxSeeds() {
 		f.Add(s)

@@ -24,10 +24,10 @@ import (
 // what the handler writes goes through netstack's send path onto the TX
 // ring before the worker polls again, carrying the ACK the request was
 // owed (delayed ACKs ride on replies). A segment the fast path's receive
-// takes (netstack patch 0084) is given to OnTraffic straight from the
+// takes (tcp.Endpoint.ReceiveFast) is given to OnTraffic straight from the
 // receive frame, right after its TCP processing and before the next
 // frame's (takeDirect, runDirect); anything else is read from netstack's
-// receive queue, from its buffers (tcp.Endpoint.ReadFunc, patch 0076).
+// receive queue, from its buffers (tcp.Endpoint.ReadFunc).
 //
 // The worker finds a stream to serve on the endpoint's ready list, as it
 // finds a PollOnWorker connection (workerpoll.go): the connection's

@@ -597,7 +597,7 @@ func connectHandler(t *testing.T, p *scriptPeer, h Handler) *tcp.Endpoint {
 
 // TestScriptHandlerReplyBeforeAck: a handler's request taken by the fast
 // path is answered before netstack processes the ACK the request
-// carries (netstack patch 0084's FastConsumer.Taken). Seen from the
+// carries (the fast path's FastConsumer.Taken). Seen from the
 // wire nothing changes: each reply acknowledges its request and echoes
 // its TSval, no pure ACK precedes it, and the ACK the next request
 // carries for the previous reply is acted on (SND.UNA moves up to the
@@ -647,8 +647,8 @@ func (h *slowEchoHandler) OnTraffic(s *Stream, b []byte) {
 }
 
 // TestScriptHandlerTimerSeesTakenAck: the ACK a handler's request
-// carries is acted on after the handler's call (netstack patch 0084's
-// Taken), but a timer that fires during the call acts on it first: a
+// carries is acted on after the handler's call (FastConsumer.Taken),
+// but a timer that fires during the call acts on it first: a
 // tail loss probe must not resend replies the request acknowledged.
 // Two replies are in flight (the probe timeout is then 2·SRTT + 2 ms,
 // about 42 ms after a 20 ms handshake), and the request that

@@ -350,7 +350,7 @@ func TestMemProbeAfterUnansweredTLP(t *testing.T) {
 // TestMemProbeTimeoutFloor loses the ACK of a write of four segments:
 // the tail loss probe that resends its last one must wait at least 2 ms
 // after it was first sent, twice the smoothed round trip plus Linux's
-// TCP_TIMEOUT_MIN (netstack patch 0068). With twice the round trip alone
+// TCP_TIMEOUT_MIN (tcp_schedule_loss_probe). With twice the round trip alone
 // (tens of microseconds on a LAN) a receiver descheduled for longer than
 // that drew a probe every time. A loaded machine only makes the gap
 // longer.

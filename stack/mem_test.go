@@ -306,8 +306,8 @@ func TestMemCorruption(t *testing.T) {
 // as verified is not verified again by netstack. B trusts received
 // checksums (TrustRxChecksum), and every TCP segment A sends carries a
 // wrong checksum over intact data, so B accepts the connection and the
-// data only if netstack keeps the mark. Upstream's nic.go overwrote the
-// per-packet mark with the link's capability (patch 0002).
+// data only if netstack keeps the mark. Upstream's nic.go overwrites the
+// per-packet mark with the link's capability.
 func TestMemTrustedChecksumNotReverified(t *testing.T) {
 	mp := newMemPairWith(t, Spin, func(c *Config) { c.TrustRxChecksum = true })
 	mp.pa.setMangle(func(f []byte) {

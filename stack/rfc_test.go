@@ -20,7 +20,7 @@ import (
 // TestRFCAckOfUnsentData: a segment whose ACK acknowledges data ustack
 // never sent (SND.NXT < SEG.ACK) is answered with an ACK and dropped, its
 // data never delivered (RFC 9293 §3.10.7.4, RFC 5961 §5.2: a blind
-// injection must not get data in). Needs patch 0010-ack-of-unsent-data.
+// injection must not get data in). Upstream netstack delivers the data.
 func TestRFCAckOfUnsentData(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -168,10 +168,9 @@ func TestRFCSACKHoles(t *testing.T) {
 // TestRFCSACKAfterOwnFIN: a connection that has sent its FIN still
 // receives, and reports holes with SACK blocks in FIN-WAIT-2 as in
 // ESTABLISHED (RFC 2018 does not restrict SACK to ESTABLISHED; Linux
-// sends them in any state). Upstream sent SACK blocks only in
+// sends them in any state). Upstream netstack sends SACK blocks only in
 // ESTABLISHED, so a half-closed receiver (a client that sent its request
-// and shut down writing) left its sender to recover holes without them
-// (netstack patch 0070).
+// and shut down writing) leaves its sender to recover holes without them.
 func TestRFCSACKAfterOwnFIN(t *testing.T) {
 	p := newScriptPeer(t, scriptOptions{})
 	c := p.Connect()
@@ -190,8 +189,8 @@ func TestRFCSACKAfterOwnFIN(t *testing.T) {
 // TestRFCDSACK: a segment that arrives twice is reported as a duplicate
 // in the first SACK block of the ACK it draws (RFC 2883 section 4): below
 // RCV.NXT on its own, and out of order followed by the block that holds
-// it. A sender uses it to tell a spurious retransmission (netstack patch
-// 0072).
+// it. A sender uses it to tell a spurious retransmission; upstream
+// netstack sends no D-SACK.
 func TestRFCDSACK(t *testing.T) {
 	p := newScriptPeer(t, scriptOptions{})
 	c := p.Connect()
@@ -215,7 +214,7 @@ func TestRFCDSACK(t *testing.T) {
 // twice says the resend was spurious, the path having delayed the first
 // copy; ustack then counts reordering as seen (TCP_INFO's reorder flag),
 // which lets RACK's reordering window, widened by each D-SACK round,
-// apply in recovery as well (netstack patch 0072, as Linux counts such a
+// apply in recovery as well (as Linux's tcp_sacktag_one counts such a
 // D-SACK toward reord_seen).
 func TestScriptDSACKCountsAsReordering(t *testing.T) {
 	p := newScriptPeer(t, scriptOptions{})
@@ -373,8 +372,8 @@ func TestRFCSACKBlockLimit(t *testing.T) {
 
 // TestRFCPAWS: on a connection with timestamps, an in-window segment whose
 // TSval is older than TS.Recent is answered with an ACK and dropped (RFC
-// 7323 §5.3 R1); the same data with a current TSval is then accepted. Needs
-// patch 0012-paws.
+// 7323 §5.3 R1, Linux's tcp_paws_discard); the same data with a current
+// TSval is then accepted. Upstream netstack does not check PAWS.
 func TestRFCPAWS(t *testing.T) {
 	p := newScriptPeer(t, scriptOptions{Timestamps: true})
 	c := p.Connect()
@@ -398,7 +397,7 @@ func TestRFCPAWS(t *testing.T) {
 // ustack sent. The data is refused (a duplicate ACK shows window 0) but
 // the ACK is processed (RFC 9293 §3.10.7.4), which frees ustack's full
 // send buffer: a Write blocked on it completes and its byte goes out.
-// Upstream dropped the ACK with the data (patch 0003), so the Write stayed
+// Upstream netstack drops the ACK with the data, so the Write stays
 // blocked until a retransmission timeout.
 func TestScriptZeroWindowSegmentAckProcessed(t *testing.T) {
 	p := newScriptPeer(t, scriptOptions{Config: func(c *Config) {
@@ -533,8 +532,8 @@ func TestRFCSACKBlocksInAnyOrder(t *testing.T) {
 // SACKs segments 5 to 7 of 10, which alone has RACK take 0 to 4 for lost
 // (three segments SACKed above them: no reordering window) and resend
 // them; the second, right behind it, acknowledges 0 to 7 cumulatively.
-// Loss detection and sending wait for a batch's last ACK (netstack patch
-// 0067), so nothing below 7 is resent: the first ACK's view is stale.
+// Loss detection and sending wait for a batch's last ACK, so nothing
+// below 7 is resent: the first ACK's view is stale.
 //
 // With 64 copies of the first ACK in front (duplicate ACKs, three of
 // which alone start fast retransmit), the last ACK is in the RX ring's
@@ -543,11 +542,12 @@ func TestRFCSACKBlocksInAnyOrder(t *testing.T) {
 //
 // In the third case an application's call takes and releases the
 // connection's lock between the two batches, as a Read, a Write or a
-// timer (a tail loss probe, say) may on a busy machine. Netstack then
-// handed the first batch's segments to its processor goroutine, which
-// acted on them before the second batch was in: that is how the second
-// case failed about once in 300 runs under load. The segments are the
-// worker's to process after its burst (netstack patch 0073).
+// timer (a tail loss probe, say) may on a busy machine. Upstream
+// netstack then hands the first batch's segments to its processor
+// goroutine, which acts on them before the second batch is in (the
+// second case fails that way about once in 300 runs under load). The
+// carried netstack leaves them to the worker's RunDeferred after its
+// burst, whoever releases the lock.
 func TestScriptACKBatchActsOnItsLastACK(t *testing.T) {
 	for _, repeat := range []int{0, link.BatchSize} {
 		t.Run(fmt.Sprintf("%d duplicates", repeat), func(t *testing.T) { testACKBatch(t, repeat, false) })
@@ -609,10 +609,11 @@ func testACKBatch(t *testing.T, repeat int, lockBetween bool) {
 // first segment is lost, and once it is resent the peer acknowledges all
 // the data but never the FIN, which stays lost. The FIN, outside the
 // pipe's count of segments (it carries no data), must still be resent by
-// the retransmission timer once the recovery probes are spent. ustack
-// used to arm that timer only with segments counted in flight, and a
-// connection closing through loss (TestMemFaultsIntegrity/corrupt2) stalled
-// in LAST-ACK with no timer at all (netstack patch 0069).
+// the retransmission timer once the recovery probes are spent (RFC 6298
+// §5.1: the timer runs while anything is unacknowledged). Armed only
+// with segments counted in flight, a connection closing through loss
+// (TestMemFaultsIntegrity/corrupt2) would stall in LAST-ACK with no
+// timer at all.
 func TestScriptFINLostInRecovery(t *testing.T) {
 	p := newScriptPeer(t, scriptOptions{})
 	c := p.Connect()
@@ -665,8 +666,8 @@ func TestScriptFINLostInRecovery(t *testing.T) {
 // sending, not the resend: the originals arrived late. Timing segment 2
 // from its resend would set RACK's clock after segments 6-9, sent with
 // the originals and not yet acknowledged, and resend them all at once;
-// with the TSecr check (netstack patch 0071) they stay in flight (probes
-// may resend 6 or 9 later).
+// with the TSecr check (RFC 7323 §4.3: the echo names the sending that
+// arrived) they stay in flight (probes may resend 6 or 9 later).
 func TestScriptLateOriginalKeepsRACKClock(t *testing.T) {
 	p := newScriptPeer(t, scriptOptions{Timestamps: true})
 	c := p.Connect()

@@ -110,7 +110,7 @@ type Stats struct {
 	TCPSynCookiesSent, TCPSynCookiesValidated, TCPSynCookiesFailed uint64
 
 	// SYNs to a listener answered on the worker (Config.NoFastPath,
-	// netstack patch 0086): cookie SYN-ACKs the worker wrote itself, a
+	// tcp.Endpoint.AnswerSyn): cookie SYN-ACKs the worker wrote itself, a
 	// part of TCPSynCookiesSent; SYNs it dropped for a full accept
 	// queue, as the listener drops them; and SYNs it left to netstack's
 	// listener, by why: cookie (Config.SynCookies "auto" with half-open

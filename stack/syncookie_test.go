@@ -55,7 +55,7 @@ func checkCookieStats(t *testing.T, s *Stack, sent, validated, failed uint64) {
 // TestScriptSynCookieOptions: with cookies always on, a SYN offering
 // timestamps, window scale 7 and SACK gets a cookie SYN-ACK offering
 // window scale and SACK-permitted with the SYN's options in its TSval's
-// low bits (netstack patch 0077), and the ACK echoing them gives the
+// low bits (as Linux's cookie_init_timestamp), and the ACK echoing them gives the
 // connection both: ustack scales the peer's windows and its own, accepts
 // a flight of more than 64 KiB, and SACKs an out-of-order segment.
 // Without the patch the SYN-ACK offers neither.
@@ -289,10 +289,10 @@ func TestConfigSynCookies(t *testing.T) {
 // each writing 100 bytes right behind the handshake's ACK, to a server
 // with cookies always on, all without a retransmission. The ACK and the
 // data reach the listener in one batch and it hands both to the
-// connection the cookie makes; before netstack patch 0078 each handed
-// segment stayed charged to the listener's receive memory, and after
-// about 1,400 connections the listener dropped every such data segment
-// (its queue full of nothing), so that each waited 200 ms for the
+// connection the cookie makes, and the charge for each moves with it.
+// Left charged to the listener's receive memory (as upstream netstack
+// leaves it), after about 1,400 connections the listener drops every
+// such data segment (its queue full of nothing), so that each waits 200 ms for the
 // client's retransmission.
 func TestMemSynCookieConnectBurst(t *testing.T) {
 	mp := newMemPairWith(t, Adaptive, alwaysCookies)

@@ -78,7 +78,7 @@ func withoutTSvalAndChecksum(t *testing.T, frame []byte) []byte {
 }
 
 // TestScriptSynOnWorkerMatchesListener: with SYN cookies always on, the
-// worker answers a listener's SYN itself (netstack patch 0086), and its
+// worker answers a listener's SYN itself (tcp.Endpoint.AnswerSyn), and its
 // SYN-ACK is the one netstack's listener sends for the same SYN, byte
 // for byte (Ethernet, IP and TCP headers, cookie and options) but for the
 // clock's part of the TSval and so the checksum; the cookie validates and

@@ -160,7 +160,7 @@ func processCPU(t *testing.T) time.Duration {
 // issue compares (p98 and worst connect+echo time against the kernel's,
 // the process's CPU per SYN) are logged: timing belongs in benchmarks.
 // With cookies always on the worker must answer the flood itself
-// (netstack patch 0086), without netstack's listener.
+// (tcp.Endpoint.AnswerSyn), without netstack's listener.
 func TestPrivilegedSYNFlood(t *testing.T) {
 	vethtest.Tools(t, "hping3")
 	results := map[string]floodRun{}

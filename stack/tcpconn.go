@@ -140,10 +140,10 @@ func (c *tcpConn) opError(op string, err error) error {
 }
 
 // read reads what netstack has queued into b. It calls netstack's
-// ReadCount (patch 0063), not Read: Read's 304-byte ReadResult, with the
-// copies an interface call makes, gave this frame 952 bytes, and
-// netstack's send path (an ACK for the segments it processes when the
-// reader unlocks the endpoint) runs below it. It is a function of its
+// ReadCount, not Read: Read's 304-byte ReadResult, with the copies an
+// interface call makes, would sit on this frame, and netstack's send
+// path (an ACK for the segments it processes when the reader unlocks
+// the endpoint) runs below it. It is a function of its
 // own so that what it needs sits on the stack only while it runs: a
 // goroutine blocked in Read then uses little of its stack, and the
 // runtime shrinks an idle connection's goroutine stack, as it does for a

@@ -576,9 +576,10 @@ func TestPrivilegedNewRejectsMisconfiguration(t *testing.T) {
 // the echo concurrently, so both directions are saturated and both
 // receive windows fill. 20 runs on fresh connections, alternating
 // GOMAXPROCS 1 and 2, SHA-256 of what was sent against what came back.
-// On pristine upstream netstack it stalled for good within two runs
-// here (the receive window shrank and segments carrying ACKs were
-// dropped); patch 0001 is what makes it pass every run.
+// Upstream netstack stalls here for good within a run or two: it
+// shrinks the receive window and drops segments carrying ACKs; the
+// carried netstack keeps the right edge where it was advertised (RFC
+// 9293 §3.8.6.2.2, Linux's tcp_select_window), and it passes every run.
 func TestPrivilegedSaturatedEcho(t *testing.T) {
 	p, s := newVethStack(t, vethtest.Options{}, Config{Poll: Spin})
 	ln, err := s.Listen("tcp", ":9002")

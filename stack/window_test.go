@@ -73,11 +73,11 @@ func (w *windowTap) frame(f []byte) {
 // TestMemWindowNeverShrinks fills a receiver whose application does not
 // read, with segments that are not multiples of the window scale unit, and
 // checks that no advertisement moves the right edge of the window left of
-// one already advertised (RFC 9293 §3.8.6.2.2, RFC 7323 §2.4). Upstream
-// netstack rounded the scaled window down, shrinking the window by up to
-// one scale unit on every advertisement once the buffer stopped draining,
-// and then rejected segments the peer had been allowed to send (patch
-// 0001).
+// one already advertised (RFC 9293 §3.8.6.2.2, RFC 7323 §2.4; Linux's
+// tcp_select_window rounds up). Upstream netstack rounds the scaled
+// window down, shrinking the window by up to one scale unit on every
+// advertisement once the buffer stops draining, and then rejects
+// segments the peer had been allowed to send.
 func TestMemWindowNeverShrinks(t *testing.T) {
 	mp := newMemPair(t, Spin)
 	tap := &windowTap{}

@@ -37,6 +37,11 @@
 #                             reports one applied at an offset
 #   gvisor.sh -resume DIR     go on after a patch that did not apply (see
 #                             below)
+#   gvisor.sh -table          rewrite the patch table in docs/netstack.md
+#                             from the series and the patch headers (go run
+#                             ./internal/docs/patchtable -w; without -w it
+#                             prints the table); go test ./internal/docs
+#                             fails while the committed table differs
 #
 # A patch that does not apply exactly (a hunk would need fuzz, or fails)
 # stops the run. The tree is kept in a work directory: DIR/gvisor holds
@@ -51,8 +56,9 @@
 #
 # To change netstack: edit files under internal/third_party/gvisor, run
 # -mkpatch (or -amend), write the patch's header (what, why, which test),
-# put its line in the right section of the series, run gvisor.sh -check,
-# and commit the copy, the patch, the series and any overlay together.
+# put its line in the right section of the series, run gvisor.sh -check
+# and gvisor.sh -table, and commit the copy, the patch, the series, any
+# overlay and docs/netstack.md together.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -129,6 +135,12 @@ overlay_files() { [ -d "$overlay/${1%.patch}" ] && (cd "$overlay/${1%.patch}" &&
 all_overlay_files() { local p; for p in "${SERIES[@]}"; do overlay_files "$p"; done; }
 # A patch with a header and no diff is legal: its change is all overlay.
 has_diff() { grep -q '^--- ' "$1"; }
+
+# -table reads only the series and the patches: no upstream needed.
+if [ "${1:-}" = -table ]; then
+	read_series
+	exec go run ./internal/docs/patchtable -w docs/netstack.md
+fi
 
 # The upstream version is the one the benchmark's module pins (its
 # gvisor-xdp contender runs that same version unmodified): the library's
@@ -426,6 +438,6 @@ case "${1:-}" in
 	echo "gvisor.sh: the series applies; run gvisor.sh -check and ustack's tests"
 	;;
 *)
-	die "usage: gvisor.sh [-check | -vet | -mkpatch NAME | -amend NNNN | -refresh | -resume DIR]"
+	die "usage: gvisor.sh [-check | -vet | -table | -mkpatch NAME | -amend NNNN | -refresh | -resume DIR]"
 	;;
 esac

@@ -26,7 +26,7 @@ type SegmentQueuer interface {
 // not a fragment) or IPv6 (no extension headers) for a connection goes
 // straight to it, skipping netstack's NIC, IP and demuxer layers, which
 // for such a segment only find the same connection again: first to the
-// fast path's receive (header prediction, netstack patch 0084), then to
+// fast path's receive (header prediction, tcp.Endpoint.ReceiveFast), then to
 // the connection's queue. Everything else (ICMP, IP options, extension
 // headers, fragments, multicast) takes netstack's path. The IP layer's
 // counters are kept.
@@ -40,8 +40,8 @@ type Demux struct {
 	// the worker writes count in.
 	sent *tcpip.StatCounter
 	// fast offers each segment to the TCP fast path's receive first
-	// (netstack patch 0084), and a listener's SYNs to answerSyn (0086);
-	// off with stack.Config.NoFastPath.
+	// (tcp.Endpoint.ReceiveFast), and a listener's SYNs to answerSyn
+	// (tcp.Endpoint.AnswerSyn); off with stack.Config.NoFastPath.
 	fast bool
 	// mac and prefixes are ustack's MAC and on-link prefixes, for the
 	// SYN-ACKs the worker writes.
@@ -151,8 +151,8 @@ func (f *Demux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 		}
 	}
 	if f.fast && listening && !f.noSyn.Load() {
-		// A listener's SYN answered, or RST dropped, here (netstack
-		// patch 0086).
+		// A listener's SYN answered, or RST dropped, here
+		// (tcp.Endpoint.AnswerSyn, IgnoreRst).
 		flags := th.Flags()
 		if (flags&(header.TCPFlagSyn|header.TCPFlagAck|header.TCPFlagRst|header.TCPFlagFin) == header.TCPFlagSyn &&
 			f.answerSyn(q, frame, ipLen, th, &id, tep)) || tep.IgnoreRst(flags) {
@@ -224,7 +224,7 @@ func flowSlot(id *gstack.TransportEndpointID) int {
 	return int(h>>24) % flowCacheSize
 }
 
-// SYNs answered on the worker (netstack patch 0086). A SYN that a
+// SYNs answered on the worker (tcp.Endpoint.AnswerSyn). A SYN that a
 // listener answers with a SYN cookie leaves nothing behind, so the worker
 // answers it where early demux finds the listener: netstack's listener
 // computes the SYN-ACK's TCP header (cookie, options, window) straight

@@ -77,8 +77,8 @@ func (e *Endpoint) write(all []*gstack.PacketBuffer) (int, tcpip.Error) {
 	return sent, nil
 }
 
-// WriteFrame implements gstack.FrameWriter, the fast path's send (netstack
-// patch 0081): one frame of hdr (Ethernet, IPv4 or IPv6, and TCP headers) and
+// WriteFrame implements gstack.FrameWriter, the fast path's send (netstack's
+// tcp sender writes a data segment's frame through it): one frame of hdr (Ethernet, IPv4 or IPv6, and TCP headers) and
 // pkt's payload, copied once into a UMEM frame with the TCP checksum
 // computed in the copy, on the queue hash selects. It does not take
 // ownership of pkt.
