@@ -18,17 +18,12 @@ import (
 // Read, spinning on the RX ring. It is a net.Conn for one goroutine at a
 // time; deadlines bound reads only.
 type Conn struct {
-	sock      *xsk.Socket
-	umem      *xsk.UMEM
-	prog      *bpf.Program
-	mac, peer net.HardwareAddr
-	local     netip.AddrPort
-	remote    netip.AddrPort
-	mtu       int
-	rx        []xsk.Desc // received, not yet read: rx[next:]
-	next      int
-	tx        [1]xsk.Desc
-	deadline  time.Time
+	*endpoint
+	local    netip.AddrPort
+	remote   netip.AddrPort
+	rx       []xsk.Desc // received, not yet read: rx[next:]
+	next     int
+	deadline time.Time
 }
 
 var _ net.Conn = (*Conn)(nil)
@@ -44,72 +39,12 @@ const ReadTimeout = 5 * time.Second
 // thread's namespace), steers local's ARP and UDP port to it with
 // ustack's XDP program in native mode, and resolves remote's hardware
 // address with ARP.
-func Dial(iface string, local, remote netip.AddrPort) (_ *Conn, err error) {
-	if !local.Addr().Is4() || !remote.Addr().Is4() {
-		return nil, fmt.Errorf("reflector dial %v → %v: IPv4 only", local, remote)
-	}
-	ifc, err := xsk.LookupInterface(iface)
+func Dial(iface string, local, remote netip.AddrPort) (*Conn, error) {
+	e, err := openEndpoint(iface, local.Addr(), []bpf.OwnedPort{{Addr: local.Addr(), Proto: bpf.UDP, Port: local.Port()}}, remote.Addr(), false)
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{mac: ifc.MAC, local: local, remote: remote, mtu: ifc.MTU, rx: make([]xsk.Desc, 0, 64)}
-	defer func() {
-		if err != nil {
-			c.Close()
-		}
-	}()
-	if c.umem, err = xsk.NewUMEM(xsk.UMEMConfig{FrameCount: 4096}); err != nil {
-		return nil, err
-	}
-	if c.sock, err = xsk.Open(c.umem, xsk.Config{Interface: iface}); err != nil {
-		return nil, err
-	}
-	c.prog, _, err = bpf.Setup(bpf.Steering{Ifindex: ifc.Index, Mode: bpf.AttachNative, Sockets: []int{c.sock.FD()},
-		Owned: []bpf.Owned{{Addr: local.Addr(), Flags: bpf.OwnNeigh}},
-		Ports: []bpf.OwnedPort{{Addr: local.Addr(), Proto: bpf.UDP, Port: local.Port()}}})
-	if err != nil {
-		return nil, fmt.Errorf("steer %s to the socket: %w", iface, err)
-	}
-	if c.peer, err = c.resolve(); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// resolve asks for the remote address's hardware address, every 100ms
-// until DialTimeout.
-func (c *Conn) resolve() (net.HardwareAddr, error) {
-	descs := make([]xsk.Desc, 64)
-	u := c.sock.UMEM()
-	end, next := time.Now().Add(DialTimeout), time.Time{}
-	for time.Now().Before(end) {
-		if time.Now().After(next) {
-			c.sock.Complete()
-			a, ok := c.sock.Alloc()
-			if !ok {
-				return nil, errors.New("arp: no transmit frame")
-			}
-			n := writeARPRequest(u.Frame(a), c.mac, c.local.Addr(), c.remote.Addr())
-			c.tx[0] = xsk.Desc{Addr: a, Len: uint32(n)}
-			if sent, err := c.sock.Transmit(c.tx[:]); err != nil || sent == 0 {
-				c.sock.Free(a)
-			}
-			next = time.Now().Add(100 * time.Millisecond)
-		}
-		m := c.sock.Receive(descs)
-		for _, d := range descs[:m] {
-			if mac, ok := parseARPReply(u.Data(d), c.remote.Addr()); ok {
-				c.sock.Recycle(descs[:m])
-				return mac, nil
-			}
-		}
-		c.sock.Recycle(descs[:m])
-		if m == 0 {
-			c.sock.Refill()
-			time.Sleep(50 * time.Microsecond)
-		}
-	}
-	return nil, fmt.Errorf("arp: no reply from %v in %v", c.remote.Addr(), DialTimeout)
+	return &Conn{endpoint: e, local: local, remote: remote, rx: make([]xsk.Desc, 0, 64)}, nil
 }
 
 // Write sends p as one datagram: headers and payload written into a
@@ -124,8 +59,8 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, errors.New("write: no free transmit frame")
 	}
 	n := writeUDP4(c.umem.Frame(a), c.peer, c.mac, c.local, c.remote, p)
-	c.tx[0] = xsk.Desc{Addr: a, Len: uint32(n)}
-	sent, err := c.sock.Transmit(c.tx[:])
+	c.one[0] = xsk.Desc{Addr: a, Len: uint32(n)}
+	sent, err := c.sock.Transmit(c.one[:])
 	if sent == 0 {
 		c.sock.Free(a)
 		if err == nil {
@@ -153,8 +88,8 @@ func (c *Conn) Read(p []byte) (int, error) {
 			if ok && u.src == c.remote && u.dst == c.local {
 				n = copy(p, u.payload)
 			}
-			c.tx[0] = d
-			c.sock.Recycle(c.tx[:])
+			c.one[0] = d
+			c.sock.Recycle(c.one[:])
 			if ok && u.src == c.remote && u.dst == c.local {
 				return n, nil
 			}
@@ -172,18 +107,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 
 // Close releases the socket, the XDP program and the UMEM.
 func (c *Conn) Close() error {
-	if c.prog != nil {
-		c.prog.Close()
-		c.prog = nil
-	}
-	if c.sock != nil {
-		c.sock.Close()
-		c.sock = nil
-	}
-	if c.umem != nil {
-		c.umem.Close()
-		c.umem = nil
-	}
+	c.close()
 	return nil
 }
 

@@ -43,6 +43,15 @@ type Floor struct {
 	// Delay is busy-waited before each batch of echo replies (see
 	// Reflector.Delay).
 	Delay time.Duration
+	// Fresh makes the TCP echo answer data as a TCP must: the payload
+	// copied into a fresh frame from the transmit pool behind headers
+	// from the flow's template (with the timestamp option when the
+	// client sends one), the TCP checksum computed in the copy, and the
+	// received frame recycled. Without it data is echoed in place, which
+	// no TCP can do. Set it before Run.
+	Fresh bool
+	// Copied counts TCP echoes sent from fresh frames (Fresh).
+	Copied atomic.Int64
 
 	sinkFrames, sinkBytes, sinkFirst, sinkLast atomic.Int64
 }
@@ -83,15 +92,27 @@ func (f *Floor) ResetSink() {
 // Run serves until stop is closed or limit passes.
 func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 	descs := make([]xsk.Desc, 64)
-	tx := make([]xsk.Desc, 0, 64)
+	tx := make([]xsk.Desc, 0, 64)    // received frames answered in place
+	fresh := make([]xsk.Desc, 0, 64) // transmit frames (Fresh)
 	drop := make([]xsk.Desc, 0, 64)
-	deadline := time.Now().Add(limit)
+	var flows *freshFlows
+	if f.Fresh {
+		flows = new(freshFlows)
+	}
+	start := time.Now()
+	deadline := start.Add(limit)
 	u := f.Sock.UMEM()
 	for idle := 0; ; idle++ {
 		if idle%256 == 0 && Done(stop, deadline) {
 			return
 		}
-		f.Sock.CompleteToFill()
+		if f.Fresh {
+			// Sent frames of both kinds go to the transmit pool;
+			// balance() gives receiving back those it lent.
+			f.Sock.Complete()
+		} else {
+			f.Sock.CompleteToFill()
+		}
 		n := f.Sock.Receive(descs)
 		if n == 0 {
 			f.Sock.Refill()
@@ -101,10 +122,16 @@ func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 			continue
 		}
 		idle = 0
-		tx, drop = tx[:0], drop[:0]
+		tx, fresh, drop = tx[:0], fresh[:0], drop[:0]
 		var sunk, sunkBytes int64
 		var stream udp4
 		var streamFor time.Duration
+		var tsNow uint32
+		if f.Fresh {
+			// One clock read a batch: a millisecond TCP timestamp
+			// clock, as Linux's.
+			tsNow = uint32(time.Since(start)/time.Millisecond) + 1
+		}
 		for _, d := range descs[:n] {
 			fr := u.Data(d)
 			p, ok := parseUDP4(fr)
@@ -113,6 +140,7 @@ func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 				sunk++
 				sunkBytes += int64(len(p.payload))
 				drop = append(drop, d)
+				continue
 			case ok && p.dst.Addr() == f.ip() && p.dst.Port() == f.Port+2:
 				if len(p.payload) >= 8 {
 					stream = p
@@ -120,17 +148,37 @@ func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 					streamFor = min(time.Duration(binary.BigEndian.Uint64(p.payload)), MaxStream)
 				}
 				drop = append(drop, d)
-			default:
-				// The frame with the room after it, for a reply
-				// longer than the request (Reply).
-				whole := u.Frame(d.Addr)
-				off := d.Addr & uint64(len(whole)-1)
-				if n := f.Reply(whole[off : off+uint64(d.Len)]); n > 0 {
-					d.Len = uint32(n)
-					tx = append(tx, d)
-				} else {
-					drop = append(drop, d)
+				continue
+			}
+			if flows != nil && !ok && len(fr) > ethLen+ipv4Len && fr[ethLen+9] == protoTCP {
+				a, have := f.Sock.Alloc()
+				if !have {
+					f.Sock.Complete()
+					a, have = f.Sock.Alloc()
 				}
+				if have {
+					m := flows.replyFresh(&f.Responder, fr, u.Frame(a), tsNow)
+					if m >= 0 {
+						if m > 0 {
+							fresh = append(fresh, xsk.Desc{Addr: a, Len: uint32(m)})
+						} else {
+							f.Sock.Free(a)
+						}
+						drop = append(drop, d)
+						continue
+					}
+					f.Sock.Free(a)
+				}
+			}
+			// The frame with the room after it, for a reply longer
+			// than the request (Reply).
+			whole := u.Frame(d.Addr)
+			off := d.Addr & uint64(len(whole)-1)
+			if m := f.Reply(whole[off : off+uint64(d.Len)]); m > 0 {
+				d.Len = uint32(m)
+				tx = append(tx, d)
+			} else {
+				drop = append(drop, d)
 			}
 		}
 		if sunk > 0 {
@@ -141,19 +189,43 @@ func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 			f.sinkBytes.Add(sunkBytes)
 		}
 		f.Sock.Recycle(drop)
-		if len(tx) > 0 {
+		if len(tx)+len(fresh) > 0 {
 			if f.Delay > 0 {
 				for t0 := time.Now(); time.Since(t0) < f.Delay; {
 				}
 			}
-			sent, err := f.Sock.Transmit(tx)
-			if err != nil || sent < len(tx) {
-				f.Sock.Recycle(tx[sent:])
+			sent := f.Sock.Enqueue(tx)
+			f.Sock.Recycle(tx[sent:])
+			if f.Fresh {
+				f.balance(sent)
 			}
+			f.Copied.Add(int64(len(fresh)))
+			q := f.Sock.Enqueue(fresh)
+			for _, d := range fresh[q:] {
+				f.Sock.Free(d.Addr)
+			}
+			f.Sock.Kick()
 		}
 		if streamFor > 0 {
 			f.stream(stream, streamFor, stop, deadline)
 		}
+	}
+}
+
+// balance gives receiving n frames from the transmit pool: in Fresh mode
+// every sent frame comes back to the transmit pool, so each received
+// frame answered in place (ARP, UDP, a SYN) is paid back, or the fill
+// ring would run dry.
+func (f *Floor) balance(n int) {
+	var one [1]xsk.Desc
+	f.Sock.Complete()
+	for range n {
+		a, ok := f.Sock.Alloc()
+		if !ok {
+			return
+		}
+		one[0].Addr = a
+		f.Sock.Recycle(one[:])
 	}
 }
 
@@ -227,6 +299,8 @@ type FloorConfig struct {
 	Port uint16
 	// Delay is Floor.Delay.
 	Delay time.Duration
+	// Fresh is Floor.Fresh: the TCP echo copies into fresh frames.
+	Fresh bool
 }
 
 // StartFloor opens an AF_XDP socket on queue 0 of the interface (in the
@@ -271,7 +345,7 @@ func StartFloor(cfg FloorConfig) (_ *Floor, stop func(), err error) {
 		return nil, nil, fmt.Errorf("steer %s to the floor: %w", ifc.Name, err)
 	}
 	undo = append(undo, func() { prog.Close() })
-	f := &Floor{Responder: Responder{MAC: ifc.MAC, IP: cfg.Addr.As4()}, Sock: sock, Port: cfg.Port, MTU: ifc.MTU, Spin: true, Delay: cfg.Delay}
+	f := &Floor{Responder: Responder{MAC: ifc.MAC, IP: cfg.Addr.As4()}, Sock: sock, Port: cfg.Port, MTU: ifc.MTU, Spin: true, Delay: cfg.Delay, Fresh: cfg.Fresh}
 	done := make(chan struct{})
 	quit := make(chan struct{})
 	go func() {

@@ -1,0 +1,112 @@
+package reflector
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/ustack-dev/ustack/bpf"
+	"github.com/ustack-dev/ustack/xsk"
+)
+
+// endpoint is the client end every floor client shares: an AF_XDP socket
+// on queue 0 of an interface, ustack's XDP program steering one address's
+// ARP and some of its ports to it, and the peer's hardware address.
+type endpoint struct {
+	sock      *xsk.Socket
+	umem      *xsk.UMEM
+	prog      *bpf.Program
+	mac, peer net.HardwareAddr
+	mtu       int
+	one       [1]xsk.Desc
+}
+
+// openEndpoint opens an AF_XDP socket on queue 0 of iface (in the calling
+// thread's namespace), steers local's ARP and ports to it with ustack's
+// XDP program in native mode, and resolves remote's hardware address with
+// ARP. With multiBuffer the socket takes packets larger than a frame as
+// chains. On error nothing is left behind.
+func openEndpoint(iface string, local netip.Addr, ports []bpf.OwnedPort, remote netip.Addr, multiBuffer bool) (_ *endpoint, err error) {
+	if !local.Is4() || !remote.Is4() {
+		return nil, fmt.Errorf("reflector client %v → %v: IPv4 only", local, remote)
+	}
+	ifc, err := xsk.LookupInterface(iface)
+	if err != nil {
+		return nil, err
+	}
+	e := &endpoint{mac: ifc.MAC, mtu: ifc.MTU}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	if e.umem, err = xsk.NewUMEM(xsk.UMEMConfig{FrameCount: 4096}); err != nil {
+		return nil, err
+	}
+	if e.sock, err = xsk.Open(e.umem, xsk.Config{Interface: iface, MultiBuffer: multiBuffer}); err != nil {
+		return nil, err
+	}
+	e.prog, _, err = bpf.Setup(bpf.Steering{Ifindex: ifc.Index, Mode: bpf.AttachNative, Sockets: []int{e.sock.FD()},
+		Owned: []bpf.Owned{{Addr: local, Flags: bpf.OwnNeigh}}, Ports: ports})
+	if err != nil {
+		return nil, fmt.Errorf("steer %s to the socket: %w", iface, err)
+	}
+	if e.peer, err = e.resolve(local, remote); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// resolve asks for remote's hardware address, every 100ms until
+// DialTimeout.
+func (e *endpoint) resolve(local, remote netip.Addr) (net.HardwareAddr, error) {
+	descs := make([]xsk.Desc, 64)
+	u := e.umem
+	end, next := time.Now().Add(DialTimeout), time.Time{}
+	for time.Now().Before(end) {
+		if time.Now().After(next) {
+			e.sock.Complete()
+			a, ok := e.sock.Alloc()
+			if !ok {
+				return nil, errors.New("arp: no transmit frame")
+			}
+			n := writeARPRequest(u.Frame(a), e.mac, local, remote)
+			e.one[0] = xsk.Desc{Addr: a, Len: uint32(n)}
+			if sent, err := e.sock.Transmit(e.one[:]); err != nil || sent == 0 {
+				e.sock.Free(a)
+			}
+			next = time.Now().Add(100 * time.Millisecond)
+		}
+		m := e.sock.Receive(descs)
+		for _, d := range descs[:m] {
+			if mac, ok := parseARPReply(u.Data(d), remote); ok {
+				e.sock.Recycle(descs[:m])
+				return mac, nil
+			}
+		}
+		e.sock.Recycle(descs[:m])
+		if m == 0 {
+			e.sock.Refill()
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	return nil, fmt.Errorf("arp: no reply from %v in %v", remote, DialTimeout)
+}
+
+// close releases the XDP program, the socket and the UMEM.
+func (e *endpoint) close() {
+	if e.prog != nil {
+		e.prog.Close()
+		e.prog = nil
+	}
+	if e.sock != nil {
+		e.sock.Close()
+		e.sock = nil
+	}
+	if e.umem != nil {
+		e.umem.Close()
+		e.umem = nil
+	}
+}
