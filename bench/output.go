@@ -374,6 +374,11 @@ func (r *report) printTargets(w io.Writer) {
 		{"ustack-handler requests/s ≥ 1.0× kernel-gnet", val("ustack-handler", "rate") / val("kernel-gnet", "rate"), 1, false},
 		{"ustack-1p p50 ≤ 1.2× floor-tcp", p("ustack-1p", p50) / p("floor-tcp", p50), 1.2, true},
 		{"ustack-ustack-handler p50 ≤ 1.2× floor-floor", p("ustack-ustack-handler", p50) / p("floor-floor", p50), 1.2, true},
+		// The owned fast path's: against the raw round trip, against
+		// the TCP-shaped one, and the raw rate ceiling.
+		{"ustack-ustack-handler p50 ≤ 1.3× floor-floor", p("ustack-ustack-handler", p50) / p("floor-floor", p50), 1.3, true},
+		{"ustack-ustack-handler p50 ≤ 1.1× floor-floor-tcp", p("ustack-ustack-handler", p50) / p("floor-floor-tcp", p50), 1.1, true},
+		{"ustack-ustack-handler requests/s ≥ 0.6× floor-floor", val("ustack-ustack-handler", "rate") / val("floor-floor", "rate"), 0.6, false},
 		{"ustack-ustack p50 ≤ 1.5× floor-floor", p("ustack-ustack", p50) / p("floor-floor", p50), 1.5, true},
 		{"ustack-ustack-handler requests/s ≥ 2.5× kernel", val("ustack-ustack-handler", "rate") / val("kernel", "rate"), 2.5, false},
 		{"ustack-handler requests/s ≥ 1.3× kernel", val("ustack-handler", "rate") / val("kernel", "rate"), 1.3, false},

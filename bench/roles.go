@@ -80,6 +80,7 @@ func serveMain(args []string) error {
 	offload := fs.String("offload", "", "ustack offload setting: \"\" (the defaults), no-gro, no-gso or no-tx-checksum")
 	delay := fs.Duration("delay", 0, "the floor's processing time per batch (busy-waited)")
 	handler := fs.Bool("handler", false, "ustack: echo and discard servers on the handler API")
+	fresh := fs.Bool("fresh", false, "floor: TCP echoes copied into fresh frames (reflector.Floor.Fresh)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func serveMain(args []string) error {
 		}
 		defer stopProfile()
 	}
-	stop, mode, err := startServer(*contender, *iface, *poll, uint16(*port), *upstream, *handler, *offload, *delay)
+	stop, mode, err := startServer(*contender, *iface, *poll, uint16(*port), *upstream, *handler, *offload, *delay, *fresh)
 	if err != nil {
 		return err
 	}
@@ -177,7 +178,7 @@ type rttQuantiles struct {
 // then) and finally the result as JSON.
 func clientMain(args []string) error {
 	fs := flag.NewFlagSet("client", flag.ContinueOnError)
-	dialKind := fs.String("dial", "kernel", "kernel, busypoll, ustack, ustack-handler (ping-pong and rate from handlers on a ustack client) or floor")
+	dialKind := fs.String("dial", "kernel", "kernel, busypoll, ustack, ustack-handler (ping-pong and rate from handlers on a ustack client), floor (UDP) or floor-tcp (TCP-shaped, stateless)")
 	iface := fs.String("iface", "", "interface (ustack client)")
 	addr := fs.String("addr", "", "echo server address")
 	bulkAddr := fs.String("bulk-addr", "", "discard server address (bulk)")
@@ -287,8 +288,21 @@ func clientMain(args []string) error {
 		}()
 		rc := echo.RateConfig{Network: *proto, Address: *addr, Conns: *conns, Size: *size, Pipeline: *pipeline, Duration: *duration, Warmup: 500 * time.Millisecond}
 		rate := func() (int64, time.Duration, error) { return echo.Rate(ctx, dial, rc) }
-		if *dialKind == "ustack-handler" {
+		switch *dialKind {
+		case "ustack-handler":
 			rate = func() (int64, time.Duration, error) { return echohandler.Rate(ctx, clientStack, rc) }
+		case "floor":
+			// One AF_XDP socket with a flow per connection, each
+			// request turned around in its reply's frame: the
+			// ceiling of a rate over raw AF_XDP at both ends.
+			rate = func() (int64, time.Duration, error) {
+				remote, err := netip.ParseAddrPort(*addr)
+				if err != nil {
+					return 0, 0, err
+				}
+				return reflector.Rate(ctx, reflector.RateConfig{Interface: *iface, Local: clientUstackIPv4, Remote: remote,
+					Flows: *conns, Size: *size, Warmup: rc.Warmup, Duration: rc.Duration})
+			}
 		}
 		n, el, err := rate()
 		mark("END")
@@ -421,6 +435,17 @@ func clientDialer(kind, iface string) (dial echo.Dialer, closeDial func(), xdpMo
 				return nil, fmt.Errorf("floor client: %s %q: want a udp ip:port", network, addr)
 			}
 			return reflector.Dial(iface, netip.AddrPortFrom(clientUstackIPv4, floorClientPort), ap)
+		}, func() {}, bpf.AttachNative.String(), nil
+	case "floor-tcp":
+		// TCP-shaped packet code at the client's end: one flow whose
+		// segments are cut into fresh frames with the checksum in the
+		// copy (floor-floor-tcp).
+		return func(ctx context.Context, network, addr string) (net.Conn, error) {
+			ap, err := netip.ParseAddrPort(addr)
+			if err != nil || network != "tcp" {
+				return nil, fmt.Errorf("floor-tcp client: %s %q: want a tcp ip:port", network, addr)
+			}
+			return reflector.DialTCP(iface, netip.AddrPortFrom(clientUstackIPv4, floorClientPort), ap)
 		}, func() {}, bpf.AttachNative.String(), nil
 	}
 	return nil, nil, "", fmt.Errorf("unknown dialer %q", kind)

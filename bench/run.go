@@ -58,6 +58,10 @@ type contender struct {
 	// replies (floor-1us and the like): the round trip a kernel client
 	// sees as a function of the server's time.
 	Delay time.Duration
+	// Fresh makes the floor's TCP echo copy each segment into a fresh
+	// frame behind a header template, the checksum in the copy, as a
+	// TCP must (reflector.Floor.Fresh): floor-floor-tcp.
+	Fresh bool
 }
 
 // Workload sets.
@@ -98,7 +102,14 @@ var allContenders = []contender{
 	// only counts (bulk-s2c); floor-floor has the same packet code at
 	// the client's end too.
 	{Name: "floor", Record: true, Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: []string{"pingpong", "bulk", "bulk-s2c"}},
-	{Name: "floor-floor", Record: true, Server: "floor", Client: "floor", Proto: "udp", Target: "ustack", Workloads: pingpongOnly},
+	{Name: "floor-floor", Record: true, Server: "floor", Client: "floor", Proto: "udp", Target: "ustack", Workloads: pingpongRate},
+	// floor-floor-tcp: TCP-shaped at both ends, still without state:
+	// each segment cut into a fresh frame from a header template with
+	// the timestamp option, its checksum computed in the copy, and
+	// verified on receipt (reflector.DialTCP against a Fresh floor).
+	// The least a TCP's per-segment work costs on raw AF_XDP: the
+	// floor a ustack-to-ustack round trip is taken apart against.
+	{Name: "floor-floor-tcp", Record: true, Server: "floor", Client: "floor-tcp", Proto: "tcp", Target: "ustack", Workloads: pingpongOnly, Fresh: true},
 	// floor-tcp: the same floor echoing a kernel client's TCP, with no
 	// connection state (reflector.Responder.Reply): the floor of the
 	// work ustack's TCP does for that client, whose TCP costs it more
@@ -166,7 +177,7 @@ func contenderNamed(name string) *contender {
 // other kernel sockets, floor); for a bulk transfer, the floor's in the
 // same direction. "" where there is none.
 func floorOf(c contender, workload string) string {
-	xdpClient := c.Client == "ustack" || c.Client == "ustack-handler" || c.Client == "floor"
+	xdpClient := c.Client == "ustack" || c.Client == "ustack-handler" || c.Client == "floor" || c.Client == "floor-tcp"
 	switch workload {
 	case "pingpong":
 		switch {
@@ -512,8 +523,8 @@ func measurements(c contender, o options) []result {
 				continue // write_lat polls memory the queue pair writes
 			}
 			for _, s := range o.sizes {
-				if c.Proto == "udp" && s > 1400 {
-					continue
+				if (c.Proto == "udp" || c.Client == "floor-tcp") && s > 1400 {
+					continue // one datagram or segment each way
 				}
 				ms = append(ms, result{Contender: c.Name, Workload: w, Size: s})
 			}
@@ -568,7 +579,8 @@ type server struct {
 
 func startServerChild(exe string, pair *vethtest.Pair, pl child.Placement, c contender) (*server, error) {
 	ch, err := spawn(exe, pair.Ustack, pl, procsEnv(c, c.Server), child.RoleServer, "-contender", c.Server, "-iface", pair.Ustack.Link, "-poll", c.Poll, "-port", strconv.Itoa(benchPort),
-		"-upstream="+strconv.FormatBool(c.Upstream), "-handler="+strconv.FormatBool(c.Handler), "-offload", c.Offload, "-delay", c.Delay.String())
+		"-upstream="+strconv.FormatBool(c.Upstream), "-handler="+strconv.FormatBool(c.Handler), "-offload", c.Offload, "-delay", c.Delay.String(),
+		"-fresh="+strconv.FormatBool(c.Fresh))
 	if err != nil {
 		return nil, err
 	}

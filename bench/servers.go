@@ -45,7 +45,7 @@ var servedFloor *reflector.Floor
 // the current namespace and returns a function that stops them and
 // releases everything, and the mode the XDP program was attached in (""
 // for the kernel contenders, which attach none).
-func startServer(contender, iface, poll string, port uint16, upstream, handler bool, offload string, delay time.Duration) (stop func(), xdpMode string, err error) {
+func startServer(contender, iface, poll string, port uint16, upstream, handler bool, offload string, delay time.Duration, fresh bool) (stop func(), xdpMode string, err error) {
 	kernelAddr := netip.AddrPortFrom(vethtest.UstackHostIPv4, port)
 	ustackAddr := netip.AddrPortFrom(vethtest.UstackIPv4, port)
 	switch contender {
@@ -139,7 +139,7 @@ func startServer(contender, iface, poll string, port uint16, upstream, handler b
 		stop, err := startGVisorXDP(iface, ustackAddr)
 		return stop, bpf.AttachNative.String(), err
 	case "floor":
-		stop, err := startFloor(iface, port, delay)
+		stop, err := startFloor(iface, port, delay, fresh)
 		return stop, bpf.AttachNative.String(), err
 	case "floor-asavie":
 		stop, err := startFloorAsavie(iface, port)
@@ -245,8 +245,8 @@ func whileBusy(open func() error) error {
 // port, sink on port+1, source on port+2 (reflector.Floor). With delay it
 // answers that much after each batch arrives, standing in for a server's
 // processing time.
-func startFloor(iface string, port uint16, delay time.Duration) (func(), error) {
-	f, stop, err := reflector.StartFloor(reflector.FloorConfig{Interface: iface, Addr: vethtest.UstackIPv4, Port: port, Delay: delay})
+func startFloor(iface string, port uint16, delay time.Duration, fresh bool) (func(), error) {
+	f, stop, err := reflector.StartFloor(reflector.FloorConfig{Interface: iface, Addr: vethtest.UstackIPv4, Port: port, Delay: delay, Fresh: fresh})
 	if err != nil {
 		return nil, err
 	}
