@@ -32,6 +32,7 @@ func TestParseFlags(t *testing.T) {
 		{"-duration", "1ms"},
 		{"-sizes", "0"},
 		{"-sizes", "64,abc"},
+		{"-qp-sizes", "0"},
 		{"-contenders", "kernel,nope"},
 		{"-conns", "0"},
 		{"-runs", "0"},
@@ -67,7 +68,10 @@ func TestParseFlags(t *testing.T) {
 	if !slices.Equal(o.contenders, recordNames()) {
 		t.Errorf("default contenders %v, want those of record %v", o.contenders, recordNames())
 	}
-	for _, want := range []string{"kernel", "kernel-busypoll", "ustack", "ustack-1p", "ustack-ustack", "floor", "floor-floor", "floor-tcp"} {
+	if !slices.Equal(o.qpSizes, []int{64}) || len(o.sizes) != 3 {
+		t.Errorf("default sizes: ping-pong %v, write_lat %v; want three, and 64", o.sizes, o.qpSizes)
+	}
+	for _, want := range []string{"kernel", "kernel-busypoll", "kernel-gnet", "ustack", "ustack-1p", "ustack-ustack", "floor", "floor-floor", "floor-tcp", "floor-floor-tcp"} {
 		if !slices.Contains(recordNames(), want) {
 			t.Errorf("%s is not of record", want)
 		}

@@ -24,6 +24,7 @@ type options struct {
 	duration   time.Duration // per measurement
 	warmup     int           // ping-pong warm-up round trips
 	sizes      []int         // ping-pong sizes
+	qpSizes    []int         // write_lat sizes (qp, qp-handler)
 	conns      int
 	held       int // connections the conns workload holds
 	pipeline   int
@@ -92,6 +93,7 @@ func parseFlags(args []string) (options, error) {
 	duration := fs.Duration("duration", 3*time.Second, "measured `time` per workload and contender")
 	warmup := fs.Int("warmup", 2000, "ping-pong warm-up round trips (not recorded)")
 	sizes := fs.String("sizes", "64,1024,8192", "comma-separated ping-pong message `sizes` in bytes (the floor uses those ≤ 1400)")
+	qpSizes := fs.String("qp-sizes", "64", "comma-separated queue-pair write_lat message `sizes` in bytes (the qp and qp-handler workloads)")
 	conns := fs.Int("conns", 32, "connections for the rate workload")
 	held := fs.Int("held", 10000, "connections the conns workload opens at once and holds")
 	pipeline := fs.Int("pipeline", 1, "requests in flight per connection for the rate workload")
@@ -117,12 +119,17 @@ func parseFlags(args []string) (options, error) {
 	}
 	o := options{quick: *quick, duration: *duration, warmup: *warmup, conns: *conns, held: *held, pipeline: *pipeline, runs: *runs, out: *out, kernelGRO: *kernelGRO, mtu: *mtu, markdown: *markdown,
 		log: func(f string, a ...any) { fmt.Printf(f, a...) }}
-	for _, s := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 || n > 1<<20 {
-			return o, fmt.Errorf("-sizes: %q is not a size from 1 to 1048576", s)
+	for _, l := range []struct {
+		flag, v string
+		into    *[]int
+	}{{"-sizes", *sizes, &o.sizes}, {"-qp-sizes", *qpSizes, &o.qpSizes}} {
+		for _, s := range strings.Split(l.v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < 1 || n > 1<<20 {
+				return o, fmt.Errorf("%s: %q is not a size from 1 to 1048576", l.flag, s)
+			}
+			*l.into = append(*l.into, n)
 		}
-		o.sizes = append(o.sizes, n)
 	}
 	if o.duration < 100*time.Millisecond || o.duration > 10*time.Minute {
 		return o, fmt.Errorf("-duration %v: want 100ms to 10m", o.duration)
@@ -205,7 +212,7 @@ func parseFlags(args []string) (options, error) {
 	if o.quick {
 		o.duration = min(o.duration, 400*time.Millisecond)
 		o.warmup = min(o.warmup, 300)
-		o.sizes = []int{64}
+		o.sizes, o.qpSizes = []int{64}, []int{64}
 		o.conns = min(o.conns, 8)
 		o.held = min(o.held, 1000)
 		o.runs = 1

@@ -417,7 +417,7 @@ func run(ctx context.Context, o options) (*report, error) {
 		return nil, fmt.Errorf("widening the client's ephemeral port range: %w", err)
 	}
 	rep := &report{Machine: describeMachine(o.mtu), Started: time.Now().UTC().Format(time.RFC3339),
-		Options: map[string]any{"quick": o.quick, "duration": o.duration.String(), "warmup": o.warmup, "sizes": o.sizes,
+		Options: map[string]any{"quick": o.quick, "duration": o.duration.String(), "warmup": o.warmup, "sizes": o.sizes, "qp_sizes": o.qpSizes,
 			"conns": o.conns, "pipeline": o.pipeline, "runs": o.runs, "contenders": o.contenders, "placement": o.placement.Name()}}
 	if o.kernelGRO {
 		rep.Machine.Link += ", GRO on at the client's end"
@@ -522,7 +522,11 @@ func measurements(c contender, o options) []result {
 			if w == "qp" && perftest.RaceEnabled {
 				continue // write_lat polls memory the queue pair writes
 			}
-			for _, s := range o.sizes {
+			sizes := o.sizes
+			if w != "pingpong" {
+				sizes = o.qpSizes
+			}
+			for _, s := range sizes {
 				if (c.Proto == "udp" || c.Client == "floor-tcp") && s > 1400 {
 					continue // one datagram or segment each way
 				}
