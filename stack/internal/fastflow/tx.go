@@ -75,8 +75,7 @@ func (f *Flow) segment(frame, ring []byte, n uint32, clk Clock) (int, Reason) {
 	ipTot := uint16(ipLen + hl + n)
 	binary.BigEndian.PutUint16(ip[2:], ipTot)
 	binary.BigEndian.PutUint16(ip[4:], f.ipID)
-	acc := offload.Add(offload.Word(f.ipSum), offload.Add(offload.Word(ipTot), offload.Word(f.ipID)))
-	binary.BigEndian.PutUint16(ip[10:], ^offload.Fold(acc))
+	binary.BigEndian.PutUint16(ip[10:], ^fold(uint64(f.ipSum)+uint64(ipTot)+uint64(f.ipID)))
 	f.ipID++
 
 	tcp := frame[ethLen+ipLen:]
@@ -87,16 +86,26 @@ func (f *Flow) segment(frame, ring []byte, n uint32, clk Clock) (int, Reason) {
 		fl |= flagPSH
 	}
 	tcp[13] = fl
-	binary.BigEndian.PutUint16(tcp[14:], f.window())
+	wnd := f.window()
+	binary.BigEndian.PutUint16(tcp[14:], wnd)
+	// The header's sum from the values just written, as big-endian
+	// 16-bit words in a uint64 (a dozen words cannot carry out of it),
+	// rather than summing the bytes back.
+	sum := uint64(f.tcpSum) + uint64(hl+n) +
+		uint64(f.sndNxt>>16) + uint64(f.sndNxt&0xffff) +
+		uint64(f.rcvNxt>>16) + uint64(f.rcvNxt&0xffff) +
+		uint64(hl/4)<<12 + uint64(fl) + uint64(wnd)
 	if hl > tcpLen {
+		tsVal := f.tsOffset + clk.Ms
 		binary.BigEndian.PutUint32(tcp[20:], tsWord)
-		binary.BigEndian.PutUint32(tcp[24:], f.tsOffset+clk.Ms)
+		binary.BigEndian.PutUint32(tcp[24:], tsVal)
 		binary.BigEndian.PutUint32(tcp[28:], f.tsRecent)
+		sum += tsWord>>16 + tsWord&0xffff +
+			uint64(tsVal>>16) + uint64(tsVal&0xffff) +
+			uint64(f.tsRecent>>16) + uint64(f.tsRecent&0xffff)
 	}
-
-	acc = offload.Add(offload.Word(f.tcpSum), offload.Word(uint16(hl+n)))
-	acc = offload.Sum(tcp[4:hl], acc)
 	if n > 0 {
+		var acc uint64
 		mask := uint32(len(ring) - 1)
 		at := f.sndNxt & mask
 		first := min(n, uint32(len(ring))-at)
@@ -109,8 +118,9 @@ func (f *Flow) segment(frame, ring []byte, n uint32, clk Clock) (int, Reason) {
 			}
 			acc = offload.Add(acc, s)
 		}
+		sum += uint64(offload.Fold(acc))
 	}
-	binary.BigEndian.PutUint16(tcp[16:], ^offload.Fold(acc))
+	binary.BigEndian.PutUint16(tcp[16:], ^fold(sum))
 
 	// The frame is written; now the records.
 	if n > 0 {
@@ -147,4 +157,13 @@ func (f *Flow) window() uint16 {
 		f.rcvEdge = edge
 	}
 	return uint16(w)
+}
+
+// fold folds a sum of big-endian 16-bit words, of up to 2³² words, into
+// their 16-bit one's-complement sum.
+func fold(s uint64) uint16 {
+	s = s>>32 + s&0xffffffff
+	s = s>>16 + s&0xffff
+	s = s>>16 + s&0xffff
+	return uint16(s>>16 + s&0xffff)
 }
