@@ -1,0 +1,230 @@
+package fastflow
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/ustack-dev/ustack/offload"
+)
+
+// State is a connection's fast-path state in the slow path's terms: what
+// Init imports at promotion and Export hands back at demotion, in the
+// spirit of Linux's TCP_REPAIR (queue sequence numbers, options, window).
+type State struct {
+	// Addressing, for the header template. IPv4 only.
+	SrcMAC, DstMAC   [6]byte
+	SrcIP, DstIP     [4]byte
+	SrcPort, DstPort uint16
+	TTL, TOS         uint8
+
+	// Send side. At promotion SndNxt must equal SndUna: nothing in
+	// flight, so the send ring starts empty.
+	SndUna, SndNxt uint32
+	SndWnd         uint32 // the peer's window in bytes (already scaled); > 0
+	SndWL1, SndWL2 uint32 // RFC 9293 SND.WL1/WL2
+	SndShift       uint8  // the peer's window scale, 0–14
+	MSS            uint16 // the largest payload to send; > 0
+	Cwnd           uint32 // the congestion window in bytes, from the slow path
+
+	// Receive side.
+	RcvNxt   uint32
+	RcvEdge  uint32 // the right edge already advertised (RCV.NXT + RCV.WND)
+	RcvSpace uint32 // bytes the consumer accepts beyond RCV.NXT
+	RcvShift uint8  // our window scale, 0–14
+
+	// Timestamps (RFC 7323). TSOffset is added to Clock.Ms to make TSval.
+	TS                 bool
+	TSRecent, TSOffset uint32
+	LastAckSent        uint32 // Last.ACK.sent
+
+	// RTT in microseconds (RFC 6298); SRTT 0 means no sample yet.
+	SRTT, RTTVar, RTO uint32
+
+	IPID uint16 // the next IPv4 identification
+
+	// Export only: segments in flight, oldest first, and counters.
+	InFlight          []Sent
+	SegsIn, SegsOut   uint32
+	BytesIn, BytesOut uint32
+	AckOwed           bool   // data received that no segment sent acknowledged
+	DelAckAt, LossAt  uint32 // microseconds; LossAt valid while SndUna != SndNxt
+}
+
+// Sent is one segment in flight: the sequence number just past it and the
+// Clock.Us of its transmission.
+type Sent struct{ End, At uint32 }
+
+// ErrState reports a State that Init cannot take.
+var ErrState = errors.New("fastflow: state not promotable")
+
+// Init makes f the fast-path state of the connection st describes,
+// building its header template. It refuses, with ErrState, a state that
+// is not at a quiet point or that breaks an invariant the fast path relies
+// on (the checks of Linux's tcp_repair_set_window among them).
+func (f *Flow) Init(st *State) error {
+	switch {
+	case st.SndNxt != st.SndUna:
+		return fmt.Errorf("%w: %d bytes in flight", ErrState, st.SndNxt-st.SndUna)
+	case st.MSS == 0:
+		return fmt.Errorf("%w: MSS 0", ErrState)
+	case st.SndShift > 14 || st.RcvShift > 14:
+		return fmt.Errorf("%w: window scale %d/%d", ErrState, st.SndShift, st.RcvShift)
+	case st.SndWnd == 0 || st.SndWnd>>st.SndShift > 0xffff:
+		return fmt.Errorf("%w: send window %d at scale %d", ErrState, st.SndWnd, st.SndShift)
+	case seqLT(st.RcvEdge, st.RcvNxt):
+		return fmt.Errorf("%w: right edge %d before RCV.NXT %d", ErrState, st.RcvEdge, st.RcvNxt)
+	case seqLT(st.RcvNxt, st.LastAckSent):
+		return fmt.Errorf("%w: Last.ACK.sent %d after RCV.NXT %d", ErrState, st.LastAckSent, st.RcvNxt)
+	case seqLT(st.RcvNxt+st.RcvSpace, st.RcvNxt) || st.RcvSpace>>st.RcvShift > 0xffff:
+		return fmt.Errorf("%w: receive space %d at scale %d", ErrState, st.RcvSpace, st.RcvShift)
+	}
+	*f = Flow{
+		rcvNxt:      st.RcvNxt,
+		rcvEdge:     st.RcvEdge,
+		rcvSpace:    st.RcvSpace,
+		tsRecent:    st.TSRecent,
+		lastAckSent: st.LastAckSent,
+		sndUna:      st.SndUna,
+		sndNxt:      st.SndNxt,
+		sndEnd:      st.SndNxt,
+		sndWnd:      st.SndWnd,
+		sndWL1:      st.SndWL1,
+		sndWL2:      st.SndWL2,
+		mss:         st.MSS,
+		sndShift:    st.SndShift,
+		rcvShift:    st.RcvShift,
+		cwnd:        st.Cwnd,
+		srtt:        st.SRTT,
+		rttvar:      st.RTTVar,
+		rto:         st.RTO,
+		tsOffset:    st.TSOffset,
+		ipID:        st.IPID,
+	}
+	if f.rto == 0 {
+		f.rto = initialRTO
+	}
+	hl := tcpLen
+	if st.TS {
+		f.flags |= flagTS
+		hl += tsOptLen
+	}
+	f.predFlags = uint32(hl/4)<<28 | flagACK<<16 | st.SndWnd>>st.SndShift
+	f.updateRoom()
+
+	h := f.hdr[:]
+	copy(h[0:6], st.DstMAC[:])
+	copy(h[6:12], st.SrcMAC[:])
+	binary.BigEndian.PutUint16(h[12:], 0x0800)
+	ip := h[ethLen : ethLen+ipLen]
+	ip[0] = 0x45
+	ip[1] = st.TOS
+	binary.BigEndian.PutUint16(ip[6:], 0x4000) // DF
+	ip[8] = st.TTL
+	ip[9] = 6
+	copy(ip[12:16], st.SrcIP[:])
+	copy(ip[16:20], st.DstIP[:])
+	tcp := h[ethLen+ipLen:]
+	binary.BigEndian.PutUint16(tcp[0:], st.SrcPort)
+	binary.BigEndian.PutUint16(tcp[2:], st.DstPort)
+	tcp[12] = uint8(hl/4) << 4
+	f.ipSum = offload.Fold(offload.Sum(ip, 0))
+	f.tcpSum = offload.Fold(offload.Sum(tcp[0:4], offload.PseudoHeader4(ip[12:16], ip[16:20], 6, 0)))
+	return nil
+}
+
+// Export returns the flow's state for the slow path to continue the
+// connection: the inverse of Init, with the segments in flight (their
+// bytes are in the send ring at their sequence numbers) and the counters.
+// The bytes [SndNxt, SndNxt+Unsent()) are written and not yet sent.
+func (f *Flow) Export() State {
+	st := State{
+		SndUna:      f.sndUna,
+		SndNxt:      f.sndNxt,
+		SndWnd:      f.sndWnd,
+		SndWL1:      f.sndWL1,
+		SndWL2:      f.sndWL2,
+		SndShift:    f.sndShift,
+		MSS:         f.mss,
+		Cwnd:        f.cwnd,
+		RcvNxt:      f.rcvNxt,
+		RcvEdge:     f.rcvEdge,
+		RcvSpace:    f.rcvSpace,
+		RcvShift:    f.rcvShift,
+		TS:          f.flags&flagTS != 0,
+		TSRecent:    f.tsRecent,
+		TSOffset:    f.tsOffset,
+		LastAckSent: f.lastAckSent,
+		SRTT:        f.srtt,
+		RTTVar:      f.rttvar,
+		RTO:         f.rto,
+		IPID:        f.ipID,
+		SegsIn:      f.segsIn,
+		SegsOut:     f.segsOut,
+		BytesIn:     f.bytesIn,
+		BytesOut:    f.bytesOut,
+		AckOwed:     f.flags&flagAckOwed != 0,
+		DelAckAt:    f.delackAt,
+		LossAt:      f.lossAt,
+	}
+	h := f.hdr[:]
+	copy(st.DstMAC[:], h[0:6])
+	copy(st.SrcMAC[:], h[6:12])
+	ip := h[ethLen : ethLen+ipLen]
+	st.TOS, st.TTL = ip[1], ip[8]
+	copy(st.SrcIP[:], ip[12:16])
+	copy(st.DstIP[:], ip[16:20])
+	tcp := h[ethLen+ipLen:]
+	st.SrcPort = binary.BigEndian.Uint16(tcp[0:])
+	st.DstPort = binary.BigEndian.Uint16(tcp[2:])
+	for i := 0; i < int(f.fltLen); i++ {
+		s := f.inflight[(int(f.fltHead)+i)%maxInflight]
+		st.InFlight = append(st.InFlight, Sent{End: s.end, At: s.at})
+	}
+	return st
+}
+
+// Unsent returns the bytes written to the send ring and not yet sent.
+func (f *Flow) Unsent() uint32 { return f.sndEnd - f.sndNxt }
+
+// InFlight returns the bytes sent and not yet acknowledged.
+func (f *Flow) InFlight() uint32 { return f.sndNxt - f.sndUna }
+
+// AckOwed reports whether received data awaits an ACK, and when it is due
+// (Clock.Us) if no segment carries it sooner.
+func (f *Flow) AckOwed() (owed bool, due uint32) {
+	return f.flags&flagAckOwed != 0, f.delackAt
+}
+
+// RcvNxt returns RCV.NXT.
+func (f *Flow) RcvNxt() uint32 { return f.rcvNxt }
+
+// SndUna returns SND.UNA.
+func (f *Flow) SndUna() uint32 { return f.sndUna }
+
+// SndNxt returns SND.NXT.
+func (f *Flow) SndNxt() uint32 { return f.sndNxt }
+
+// RcvEdge returns the highest right edge advertised.
+func (f *Flow) RcvEdge() uint32 { return f.rcvEdge }
+
+// SetRcvSpace sets the bytes the consumer accepts beyond RCV.NXT, the
+// window the next segment advertises (never moving the right edge left).
+func (f *Flow) SetRcvSpace(n uint32) { f.rcvSpace = n }
+
+// SetCwnd sets the congestion window (bytes), as the slow path computes it.
+func (f *Flow) SetCwnd(n uint32) {
+	f.cwnd = n
+	f.updateRoom()
+}
+
+// updateRoom recomputes the send allowance, so that the send check is one
+// comparison (TCPDirect's fast_send_len).
+func (f *Flow) updateRoom() {
+	allow := min(f.cwnd, f.sndWnd)
+	if out := f.sndNxt - f.sndUna; out < allow {
+		f.room = allow - out
+	} else {
+		f.room = 0
+	}
+}
