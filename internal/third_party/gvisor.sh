@@ -19,6 +19,10 @@
 #                             other edits in the copy are discarded)
 #   gvisor.sh -check          fail if the copy differs from upstream plus
 #                             the series (CI)
+#   gvisor.sh -check-upstream fail if the patches marked upstream (the
+#                             series' first ones) do not apply to pristine
+#                             upstream alone, or the result does not
+#                             build (CI)
 #   gvisor.sh -vet            go vet the packages that hold overlay files,
 #                             reporting what it finds in those files (the
 #                             rest is upstream's code) (CI)
@@ -56,9 +60,11 @@
 #
 # To change netstack: edit files under internal/third_party/gvisor, run
 # -mkpatch (or -amend), write the patch's header (what, why, which test),
-# put its line in the right section of the series, run gvisor.sh -check
-# and gvisor.sh -table, and commit the copy, the patch, the series, any
-# overlay and docs/netstack.md together.
+# put its line in the right section of the series (a fix upstream could
+# take, marked upstream, in an [upstream: ...] section, which come first:
+# -check-upstream then shows it applies without the patches of ours), run
+# gvisor.sh -check and gvisor.sh -table, and commit the copy, the patch,
+# the series, any overlay and docs/netstack.md together.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -99,11 +105,15 @@ die() { echo "gvisor.sh: $*" >&2; exit 1; }
 # SERIES: the patch file names in apply order, from the series file:
 # "# ..." comments, "[section]" headings, and lines "NNNN-name.patch
 # [upstream]". Every patch file must be listed once, and every overlay
-# directory must belong to a listed patch.
+# directory must belong to a listed patch. The patches marked upstream
+# come first, UPSTREAM of them: a fix upstream could take must apply
+# without any patch of ours under it.
 SERIES=()
+UPSTREAM=0
 read_series() {
-	local line name mark rest p
+	local line name mark rest p ours=
 	SERIES=()
+	UPSTREAM=0
 	[ -f "$series" ] || die "$series is missing"
 	while IFS= read -r line || [ -n "$line" ]; do
 		line=${line%%#*}
@@ -114,6 +124,13 @@ read_series() {
 		[[ -z "$mark" || "$mark" == upstream ]] && [ -z "$rest" ] || die "series: $name: unknown mark '$mark $rest' (only 'upstream')"
 		[ -f "$patches/$name" ] || die "series lists $name, which gvisor-patches/ does not hold"
 		for p in "${SERIES[@]}"; do [ "$p" != "$name" ] || die "series lists $name twice"; done
+		if [ -z "$mark" ]; then
+			ours=$name
+		elif [ -n "$ours" ]; then
+			die "series: $name is marked upstream but comes after $ours, which is not: the upstream-marked patches come first"
+		else
+			UPSTREAM=$((UPSTREAM + 1))
+		fi
 		SERIES+=("$name")
 	done <"$series"
 	for p in "$patches"/*.patch; do
@@ -327,6 +344,31 @@ case "${1:-}" in
 	fi
 	echo "gvisor.sh: the copy equals $upstream@$version plus the ${#SERIES[@]} patches of the series and their overlay files"
 	;;
+-check-upstream)
+	# The upstream-marked prefix alone on pristine upstream. A patch that
+	# stops here stops as in any run: -resume rewrites it against the
+	# prefix and applies the rest of the series after it.
+	[ "$UPSTREAM" -gt 0 ] || die "the series marks no patch upstream"
+	pristine "$work/gvisor"
+	apply "$work/gvisor" 0 "$UPSTREAM"
+	# Build the result in the copy's place, in ustack's module (so no
+	# module is downloaded): go build's -overlay reads the prefix's Go
+	# files over the copy's, and hides the copy's files the prefix lacks.
+	{
+		echo '{"Replace": {'
+		sep=
+		for f in $({ (cd "$work/gvisor" && find . -name '*.go') && (cd "$copy" && find . -name '*.go'); } | sed 's#^\./##' | sort -u); do
+			r=
+			[ ! -f "$work/gvisor/$f" ] || r=$work/gvisor/$f
+			printf '%s"%s": "%s"\n' "$sep" "$copy/$f" "$r"
+			sep=,
+		done
+		echo '}}'
+	} >"$work/overlay.json"
+	go build -overlay "$work/overlay.json" ./internal/third_party/gvisor/... ||
+		die "upstream plus the $UPSTREAM upstream-marked patches does not build"
+	echo "gvisor.sh: the $UPSTREAM patches marked upstream apply to $upstream@$version without any patch of ours, and the result builds"
+	;;
 -vet)
 	# go vet sees overlay files where they compile: in the copy's
 	# packages. Upstream's files there draw vet findings of their own
@@ -438,6 +480,6 @@ case "${1:-}" in
 	echo "gvisor.sh: the series applies; run gvisor.sh -check and ustack's tests"
 	;;
 *)
-	die "usage: gvisor.sh [-check | -vet | -table | -mkpatch NAME | -amend NNNN | -refresh | -resume DIR]"
+	die "usage: gvisor.sh [-check | -check-upstream | -vet | -table | -mkpatch NAME | -amend NNNN | -refresh | -resume DIR]"
 	;;
 esac
