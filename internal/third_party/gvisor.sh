@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Recreates internal/third_party/gvisor, ustack's copy of gVisor's netstack:
 # the packages ustack needs (ROOTS and everything they import), taken from
-# the gvisor.dev/gvisor module at the version bench/go.mod pins, renamed into
-# ustack's module path, gofmt'ed, then changed by the patch series:
+# the gvisor.dev/gvisor module at the version bench/go.mod pins, with
+# upstream's own unit tests for the packages the series patches
+# (TEST_PKGS), renamed into ustack's module path, gofmt'ed, then changed
+# by the patch series:
 #
 #   gvisor-patches/series     the patches in the order they apply, in
 #                             sections, upstream candidates marked
@@ -96,6 +98,43 @@ ROOTS=(
 	pkg/tcpip/transport/udp
 	pkg/waiter
 )
+# Upstream's own unit tests for the packages the series patches, run by
+# go test ./... with ustack's. The pinned module is gVisor's go branch,
+# which holds no test files and none of the test-only packages they
+# import, so they come from upstream's source tree at tests_version: the
+# master commit 3c5eee17dc45, two weeks before the pin's (whose master
+# commit is not known here). A test that fails because of a patch's
+# intended change is skipped or fixed by a patch of the series, which
+# says why; one that assumes upstream code newer than tests_version is
+# skipped the same way.
+tests_version=v0.0.0-20260822013939-3c5eee17dc45
+# The packages whose *_test.go files are carried (upstream's e2e suite,
+# pkg/tcpip/transport/tcp/test/e2e, is not: it needs pkg/test/testutil,
+# which imports runsc).
+TEST_PKGS=(
+	pkg/buffer
+	pkg/tcpip
+	pkg/tcpip/stack
+	pkg/tcpip/transport/tcp
+)
+# Test files left out: a Bazel test of its own in another Go package.
+TEST_SKIP=(
+	pkg/tcpip/stack/bridge_test.go
+)
+# Test-only packages the tests import, from tests_version (the go branch
+# lacks them), and packages of the pin they import beyond ROOTS'.
+TEST_ONLY=(
+	pkg/tcpip/checker
+	pkg/tcpip/prependable
+	pkg/tcpip/testutil
+)
+TEST_ROOTS=(
+	pkg/tcpip/faketime
+	pkg/tcpip/link/channel
+	pkg/tcpip/link/ethernet
+	pkg/tcpip/link/loopback
+	pkg/tcpip/link/veth
+)
 # Platforms whose dependency sets are unioned, so the copy builds (and
 # go vet runs) wherever ustack does.
 PLATFORMS=(linux/amd64 linux/arm64 darwin/arm64 windows/amd64 freebsd/amd64)
@@ -168,11 +207,13 @@ gopin() { (cd "$pin" && GOWORK=off go "$@"); }
 version=$(gopin list -m -f '{{.Version}}' "$upstream") || die "bench/go.mod does not require $upstream"
 src=$(gopin mod download -json "$upstream@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 [ -d "$src" ] || die "could not download $upstream@$version"
+testsrc=$(gopin mod download -json "$upstream@$tests_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+[ -d "$testsrc" ] || die "could not download $upstream@$tests_version (upstream's tests)"
 
 # pristine DEST: upstream's packages, renamed and formatted, no patches.
 pristine() {
 	local dest=$1 pkgs=() p os arch
-	for p in "${ROOTS[@]}"; do pkgs+=("$upstream/$p"); done
+	for p in "${ROOTS[@]}" "${TEST_ROOTS[@]}"; do pkgs+=("$upstream/$p"); done
 	local list
 	list=$(for p in "${PLATFORMS[@]}"; do
 		os=${p%/*} arch=${p#*/}
@@ -187,6 +228,17 @@ pristine() {
 			-exec cp {} "$dest/$rel/" \;
 		chmod -R u+w "$dest/$rel"
 	done
+	# Upstream's tests, and the test-only packages they import.
+	for p in "${TEST_ONLY[@]}"; do
+		[ ! -e "$dest/$p" ] || die "TEST_ONLY: the pin has $p: take it from there (TEST_ROOTS)"
+		mkdir -p "$dest/$p"
+		find "$testsrc/$p" -maxdepth 1 -type f -name '*.go' ! -name '*_test.go' -exec cp {} "$dest/$p/" \;
+	done
+	for p in "${TEST_PKGS[@]}"; do
+		find "$testsrc/$p" -maxdepth 1 -type f -name '*_test.go' -exec cp {} "$dest/$p/" \;
+	done
+	for p in "${TEST_SKIP[@]}"; do rm "$dest/$p"; done
+	chmod -R u+w "$dest"
 	find "$dest" -name '*.go' -exec sed -i "s#\"$upstream/pkg/#\"$ours/pkg/#g" {} +
 	gofmt -w "$dest"
 	cp "$src/LICENSE" "$dest/LICENSE"
@@ -196,6 +248,10 @@ pristine() {
 		echo
 		echo "Origin:   $upstream $version (Apache License 2.0, see LICENSE)"
 		echo "Packages: $(echo "$list" | wc -l), the dependencies of ${ROOTS[*]}"
+		echo "          and of what upstream's tests import: ${TEST_ROOTS[*]}"
+		echo "Tests:    the *_test.go files of ${TEST_PKGS[*]}"
+		echo "          (less ${TEST_SKIP[*]}), and the test-only packages"
+		echo "          ${TEST_ONLY[*]}, from $upstream $tests_version"
 		echo "Renamed:  $upstream/pkg/... -> $ours/pkg/..."
 		echo
 		echo "Do not edit these files in place: internal/third_party/gvisor.sh"
