@@ -108,9 +108,11 @@ ROOTS=(
 # says why; one that assumes upstream code newer than tests_version is
 # skipped the same way.
 tests_version=v0.0.0-20260822013939-3c5eee17dc45
-# The packages whose *_test.go files are carried (upstream's e2e suite,
-# pkg/tcpip/transport/tcp/test/e2e, is not: it needs pkg/test/testutil,
-# which imports runsc).
+# The packages whose *_test.go files are carried. Upstream's TCP e2e
+# suite (pkg/tcpip/transport/tcp/test/e2e) is not: its directory holds
+# a helper package and ten test packages (one per Bazel test target),
+# which go test cannot build from one directory, and it needs
+# pkg/test/testutil, which imports runsc.
 TEST_PKGS=(
 	pkg/buffer
 	pkg/tcpip
