@@ -24,7 +24,7 @@
 #   gvisor.sh -check-upstream fail if the patches marked upstream (the
 #                             series' first ones) do not apply to pristine
 #                             upstream alone, or the result does not
-#                             build (CI)
+#                             build or pass upstream's tests (CI)
 #   gvisor.sh -vet            go vet the packages that hold overlay files,
 #                             reporting what it finds in those files (the
 #                             rest is upstream's code) (CI)
@@ -425,7 +425,12 @@ case "${1:-}" in
 	} >"$work/overlay.json"
 	go build -overlay "$work/overlay.json" ./internal/third_party/gvisor/... ||
 		die "upstream plus the $UPSTREAM upstream-marked patches does not build"
-	echo "gvisor.sh: the $UPSTREAM patches marked upstream apply to $upstream@$version without any patch of ours, and the result builds"
+	# And passes upstream's tests: a fix upstream could take keeps them.
+	tests=()
+	for p in "${TEST_PKGS[@]}"; do tests+=("./internal/third_party/gvisor/$p"); done
+	go test -count=1 -overlay "$work/overlay.json" "${tests[@]}" ||
+		die "upstream plus the $UPSTREAM upstream-marked patches fails upstream's tests"
+	echo "gvisor.sh: the $UPSTREAM patches marked upstream apply to $upstream@$version without any patch of ours; the result builds and passes upstream's tests"
 	;;
 -vet)
 	# go vet sees overlay files where they compile: in the copy's
