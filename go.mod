@@ -5,6 +5,7 @@ go 1.26.3
 require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/google/btree v1.1.2
+	github.com/google/go-cmp v0.7.0
 	github.com/gopacket/gopacket v1.7.7
 	github.com/prometheus/client_golang v1.25.0
 	github.com/vishvananda/netlink v1.3.1

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Recreates internal/third_party/gvisor, ustack's copy of gVisor's netstack:
 # the packages ustack needs (ROOTS and everything they import), taken from
-# the gvisor.dev/gvisor module at the version bench/go.mod pins, renamed into
-# ustack's module path, gofmt'ed, then changed by the patch series:
+# the gvisor.dev/gvisor module at the version bench/go.mod pins, with
+# upstream's own unit tests for the packages the series patches
+# (TEST_PKGS), renamed into ustack's module path, gofmt'ed, then changed
+# by the patch series:
 #
 #   gvisor-patches/series     the patches in the order they apply, in
 #                             sections, upstream candidates marked
@@ -19,6 +21,10 @@
 #                             other edits in the copy are discarded)
 #   gvisor.sh -check          fail if the copy differs from upstream plus
 #                             the series (CI)
+#   gvisor.sh -check-upstream fail if the patches marked upstream (the
+#                             series' first ones) do not apply to pristine
+#                             upstream alone, or the result does not
+#                             build or pass upstream's tests (CI)
 #   gvisor.sh -vet            go vet the packages that hold overlay files,
 #                             reporting what it finds in those files (the
 #                             rest is upstream's code) (CI)
@@ -56,9 +62,11 @@
 #
 # To change netstack: edit files under internal/third_party/gvisor, run
 # -mkpatch (or -amend), write the patch's header (what, why, which test),
-# put its line in the right section of the series, run gvisor.sh -check
-# and gvisor.sh -table, and commit the copy, the patch, the series, any
-# overlay and docs/netstack.md together.
+# put its line in the right section of the series (a fix upstream could
+# take, marked upstream, in an [upstream: ...] section, which come first:
+# -check-upstream then shows it applies without the patches of ours), run
+# gvisor.sh -check and gvisor.sh -table, and commit the copy, the patch,
+# the series, any overlay and docs/netstack.md together.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -90,6 +98,45 @@ ROOTS=(
 	pkg/tcpip/transport/udp
 	pkg/waiter
 )
+# Upstream's own unit tests for the packages the series patches, run by
+# go test ./... with ustack's. The pinned module is gVisor's go branch,
+# which holds no test files and none of the test-only packages they
+# import, so they come from upstream's source tree at tests_version: the
+# master commit 3c5eee17dc45, two weeks before the pin's (whose master
+# commit is not known here). A test that fails because of a patch's
+# intended change is skipped or fixed by a patch of the series, which
+# says why; one that assumes upstream code newer than tests_version is
+# skipped the same way.
+tests_version=v0.0.0-20260822013939-3c5eee17dc45
+# The packages whose *_test.go files are carried. Upstream's TCP e2e
+# suite (pkg/tcpip/transport/tcp/test/e2e) is not: its directory holds
+# a helper package and ten test packages (one per Bazel test target),
+# which go test cannot build from one directory, and it needs
+# pkg/test/testutil, which imports runsc.
+TEST_PKGS=(
+	pkg/buffer
+	pkg/tcpip
+	pkg/tcpip/stack
+	pkg/tcpip/transport/tcp
+)
+# Test files left out: a Bazel test of its own in another Go package.
+TEST_SKIP=(
+	pkg/tcpip/stack/bridge_test.go
+)
+# Test-only packages the tests import, from tests_version (the go branch
+# lacks them), and packages of the pin they import beyond ROOTS'.
+TEST_ONLY=(
+	pkg/tcpip/checker
+	pkg/tcpip/prependable
+	pkg/tcpip/testutil
+)
+TEST_ROOTS=(
+	pkg/tcpip/faketime
+	pkg/tcpip/link/channel
+	pkg/tcpip/link/ethernet
+	pkg/tcpip/link/loopback
+	pkg/tcpip/link/veth
+)
 # Platforms whose dependency sets are unioned, so the copy builds (and
 # go vet runs) wherever ustack does.
 PLATFORMS=(linux/amd64 linux/arm64 darwin/arm64 windows/amd64 freebsd/amd64)
@@ -99,11 +146,15 @@ die() { echo "gvisor.sh: $*" >&2; exit 1; }
 # SERIES: the patch file names in apply order, from the series file:
 # "# ..." comments, "[section]" headings, and lines "NNNN-name.patch
 # [upstream]". Every patch file must be listed once, and every overlay
-# directory must belong to a listed patch.
+# directory must belong to a listed patch. The patches marked upstream
+# come first, UPSTREAM of them: a fix upstream could take must apply
+# without any patch of ours under it.
 SERIES=()
+UPSTREAM=0
 read_series() {
-	local line name mark rest p
+	local line name mark rest p ours=
 	SERIES=()
+	UPSTREAM=0
 	[ -f "$series" ] || die "$series is missing"
 	while IFS= read -r line || [ -n "$line" ]; do
 		line=${line%%#*}
@@ -114,6 +165,13 @@ read_series() {
 		[[ -z "$mark" || "$mark" == upstream ]] && [ -z "$rest" ] || die "series: $name: unknown mark '$mark $rest' (only 'upstream')"
 		[ -f "$patches/$name" ] || die "series lists $name, which gvisor-patches/ does not hold"
 		for p in "${SERIES[@]}"; do [ "$p" != "$name" ] || die "series lists $name twice"; done
+		if [ -z "$mark" ]; then
+			ours=$name
+		elif [ -n "$ours" ]; then
+			die "series: $name is marked upstream but comes after $ours, which is not: the upstream-marked patches come first"
+		else
+			UPSTREAM=$((UPSTREAM + 1))
+		fi
 		SERIES+=("$name")
 	done <"$series"
 	for p in "$patches"/*.patch; do
@@ -151,11 +209,13 @@ gopin() { (cd "$pin" && GOWORK=off go "$@"); }
 version=$(gopin list -m -f '{{.Version}}' "$upstream") || die "bench/go.mod does not require $upstream"
 src=$(gopin mod download -json "$upstream@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 [ -d "$src" ] || die "could not download $upstream@$version"
+testsrc=$(gopin mod download -json "$upstream@$tests_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+[ -d "$testsrc" ] || die "could not download $upstream@$tests_version (upstream's tests)"
 
 # pristine DEST: upstream's packages, renamed and formatted, no patches.
 pristine() {
 	local dest=$1 pkgs=() p os arch
-	for p in "${ROOTS[@]}"; do pkgs+=("$upstream/$p"); done
+	for p in "${ROOTS[@]}" "${TEST_ROOTS[@]}"; do pkgs+=("$upstream/$p"); done
 	local list
 	list=$(for p in "${PLATFORMS[@]}"; do
 		os=${p%/*} arch=${p#*/}
@@ -170,6 +230,17 @@ pristine() {
 			-exec cp {} "$dest/$rel/" \;
 		chmod -R u+w "$dest/$rel"
 	done
+	# Upstream's tests, and the test-only packages they import.
+	for p in "${TEST_ONLY[@]}"; do
+		[ ! -e "$dest/$p" ] || die "TEST_ONLY: the pin has $p: take it from there (TEST_ROOTS)"
+		mkdir -p "$dest/$p"
+		find "$testsrc/$p" -maxdepth 1 -type f -name '*.go' ! -name '*_test.go' -exec cp {} "$dest/$p/" \;
+	done
+	for p in "${TEST_PKGS[@]}"; do
+		find "$testsrc/$p" -maxdepth 1 -type f -name '*_test.go' -exec cp {} "$dest/$p/" \;
+	done
+	for p in "${TEST_SKIP[@]}"; do rm "$dest/$p"; done
+	chmod -R u+w "$dest"
 	find "$dest" -name '*.go' -exec sed -i "s#\"$upstream/pkg/#\"$ours/pkg/#g" {} +
 	gofmt -w "$dest"
 	cp "$src/LICENSE" "$dest/LICENSE"
@@ -179,6 +250,10 @@ pristine() {
 		echo
 		echo "Origin:   $upstream $version (Apache License 2.0, see LICENSE)"
 		echo "Packages: $(echo "$list" | wc -l), the dependencies of ${ROOTS[*]}"
+		echo "          and of what upstream's tests import: ${TEST_ROOTS[*]}"
+		echo "Tests:    the *_test.go files of ${TEST_PKGS[*]}"
+		echo "          (less ${TEST_SKIP[*]}), and the test-only packages"
+		echo "          ${TEST_ONLY[*]}, from $upstream $tests_version"
 		echo "Renamed:  $upstream/pkg/... -> $ours/pkg/..."
 		echo
 		echo "Do not edit these files in place: internal/third_party/gvisor.sh"
@@ -327,6 +402,36 @@ case "${1:-}" in
 	fi
 	echo "gvisor.sh: the copy equals $upstream@$version plus the ${#SERIES[@]} patches of the series and their overlay files"
 	;;
+-check-upstream)
+	# The upstream-marked prefix alone on pristine upstream. A patch that
+	# stops here stops as in any run: -resume rewrites it against the
+	# prefix and applies the rest of the series after it.
+	[ "$UPSTREAM" -gt 0 ] || die "the series marks no patch upstream"
+	pristine "$work/gvisor"
+	apply "$work/gvisor" 0 "$UPSTREAM"
+	# Build the result in the copy's place, in ustack's module (so no
+	# module is downloaded): go build's -overlay reads the prefix's Go
+	# files over the copy's, and hides the copy's files the prefix lacks.
+	{
+		echo '{"Replace": {'
+		sep=
+		for f in $({ (cd "$work/gvisor" && find . -name '*.go') && (cd "$copy" && find . -name '*.go'); } | sed 's#^\./##' | sort -u); do
+			r=
+			[ ! -f "$work/gvisor/$f" ] || r=$work/gvisor/$f
+			printf '%s"%s": "%s"\n' "$sep" "$copy/$f" "$r"
+			sep=,
+		done
+		echo '}}'
+	} >"$work/overlay.json"
+	go build -overlay "$work/overlay.json" ./internal/third_party/gvisor/... ||
+		die "upstream plus the $UPSTREAM upstream-marked patches does not build"
+	# And passes upstream's tests: a fix upstream could take keeps them.
+	tests=()
+	for p in "${TEST_PKGS[@]}"; do tests+=("./internal/third_party/gvisor/$p"); done
+	go test -count=1 -overlay "$work/overlay.json" "${tests[@]}" ||
+		die "upstream plus the $UPSTREAM upstream-marked patches fails upstream's tests"
+	echo "gvisor.sh: the $UPSTREAM patches marked upstream apply to $upstream@$version without any patch of ours; the result builds and passes upstream's tests"
+	;;
 -vet)
 	# go vet sees overlay files where they compile: in the copy's
 	# packages. Upstream's files there draw vet findings of their own
@@ -438,6 +543,6 @@ case "${1:-}" in
 	echo "gvisor.sh: the series applies; run gvisor.sh -check and ustack's tests"
 	;;
 *)
-	die "usage: gvisor.sh [-check | -vet | -table | -mkpatch NAME | -amend NNNN | -refresh | -resume DIR]"
+	die "usage: gvisor.sh [-check | -check-upstream | -vet | -table | -mkpatch NAME | -amend NNNN | -refresh | -resume DIR]"
 	;;
 esac
