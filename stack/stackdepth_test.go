@@ -108,10 +108,17 @@ func TestMemWriteFitsGoroutineStack(t *testing.T) {
 func TestMemActiveConnectionStacks(t *testing.T) {
 	per := echoConnStacks(t, false)
 	t.Logf("2000 connections after an echo each: %d bytes of goroutine stack each", per)
-	if per > 5<<10 {
-		t.Errorf("active connections' goroutines hold %d bytes of stack each, want 4 KiB", per)
+	if per > stackBound {
+		t.Errorf("active connections' goroutines hold %d bytes of stack each, want 4 KiB (at most %d)", per, stackBound)
 	}
 }
+
+// stackBound is the most goroutine stack per connection the stack tests
+// allow: 4 KiB, and a sixteenth for the test's own goroutines and the
+// runtime's (measured 3,900 to 4,120). A goroutine's stack is 4 KiB or
+// 8 KiB here, so more than one connection in sixteen whose stack
+// doubled fails.
+const stackBound = 4<<10 + 256
 
 // echoConnStacks returns the goroutine stack per connection that 2,000
 // connections to an echo server hold after an echo each: with the
@@ -188,8 +195,8 @@ func TestMemConnectionHeap(t *testing.T) {
 func TestMemIdleConnectionStacksShrink(t *testing.T) {
 	per := echoConnStacks(t, true)
 	t.Logf("2000 idle connections: %d bytes of goroutine stack each", per)
-	if per > 6<<10 {
-		t.Errorf("idle connections' goroutines hold %d bytes of stack each, want at most 6 KiB", per)
+	if per > stackBound {
+		t.Errorf("idle connections' goroutines hold %d bytes of stack each, want 4 KiB (at most %d)", per, stackBound)
 	}
 }
 
