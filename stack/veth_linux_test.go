@@ -232,16 +232,6 @@ func TestPrivilegedBulk64MiB(t *testing.T) {
 	}
 }
 
-// sink reads c to its end and returns the SHA-256 and length of what it
-// read.
-func sink(c io.Reader) ([sha256.Size]byte, int64, error) {
-	h := sha256.New()
-	n, err := io.Copy(h, c)
-	var sum [sha256.Size]byte
-	copy(sum[:], h.Sum(nil))
-	return sum, n, err
-}
-
 func testBulk64MiB(t *testing.T) {
 	testBulk(t, vethtest.Options{}, Config{Poll: Spin}, 64<<20, "tcp4")
 }
