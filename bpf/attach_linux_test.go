@@ -231,3 +231,12 @@ func TestPrivilegedAttachConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestVethQueuesMatch: vethtest, which cannot import this package (these
+// tests import it), bounds a veth pair's queues by the number of queues
+// the program serves.
+func TestVethQueuesMatch(t *testing.T) {
+	if vethtest.MaxQueues != MaxQueues {
+		t.Errorf("vethtest.MaxQueues %d, bpf.MaxQueues %d", vethtest.MaxQueues, MaxQueues)
+	}
+}

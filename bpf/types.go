@@ -3,8 +3,6 @@ package bpf
 import (
 	"errors"
 	"fmt"
-
-	"github.com/ustack-dev/ustack/internal/limits"
 )
 
 // ErrNotSupported is returned on systems without XDP (anything but Linux).
@@ -15,8 +13,10 @@ var ErrNotSupported = errors.New("XDP is only supported on Linux")
 const ProgramName = "ustack_xdp"
 
 // MaxQueues is the number of XSKMAP slots: queues 0..MaxQueues-1 can have
-// a socket. TestMapSizesMatchGo checks xdp.c's MAX_QUEUES against it.
-const MaxQueues = limits.MaxQueues
+// a socket, so it bounds stack.Config.Queues. TestMapSizesMatchGo checks
+// xdp.c's MAX_QUEUES against it, and TestVethQueuesMatch vethtest's
+// MaxQueues.
+const MaxQueues = 64
 
 // ErrForeignProgram is returned by Attach when the interface already runs
 // an XDP program that is not ustack's.

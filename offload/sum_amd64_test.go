@@ -13,6 +13,20 @@ import (
 // defaultHave512 is the package's own finding, before any test changes it.
 var defaultHave512 = have512
 
+// defaultPath names the checksum loop the package chose for this CPU,
+// before any test changes it.
+var defaultPath = pathName(haveWide, have512)
+
+func pathName(wide, avx512 bool) string {
+	switch {
+	case avx512:
+		return "avx512"
+	case wide:
+		return "avx2"
+	}
+	return "scalar"
+}
+
 // implementations lists the checksum loops this machine can run, each
 // with a function that selects it, for tests and benchmarks; the
 // returned function restores the default.
@@ -48,9 +62,23 @@ func missingImplementations() []missingImpl {
 }
 
 // TestCPUPaths says which checksum loops this CPU runs and which the
-// package's tests therefore skip (.ci/run shows it in CI's log).
+// package's tests therefore skip (.ci/run shows it in CI's log), and
+// checks the choice: the loop in use is the widest the CPU's features
+// allow (AVX-512 needs F, BW and BMI2), and every loop it can run agrees
+// with the reference.
 func TestCPUPaths(t *testing.T) {
 	logPaths(t, "amd64 assembly built")
+	want := "scalar"
+	switch {
+	case cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasBMI2:
+		want = "avx512"
+	case cpu.X86.HasAVX2:
+		want = "avx2"
+	}
+	if defaultPath != want {
+		t.Errorf("the package uses the %s loop; this CPU's features call for %s", defaultPath, want)
+	}
+	testPathsAgree(t, want)
 }
 
 // TestWideLoopsStayInBounds puts the data at the end of a page followed

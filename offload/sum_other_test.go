@@ -11,7 +11,13 @@ func missingImplementations() []missingImpl {
 }
 
 // TestCPUPaths says which checksum loops the build runs and which the
-// package's tests therefore skip (.ci/run shows it in CI's log).
+// package's tests therefore skip (.ci/run shows it in CI's log), and
+// checks that the scalar loop, the only one built, is in use and agrees
+// with the reference.
 func TestCPUPaths(t *testing.T) {
 	logPaths(t, "pure Go build (purego, or not amd64)")
+	if haveWide {
+		t.Error("a pure Go build uses a vector loop")
+	}
+	testPathsAgree(t, "scalar")
 }

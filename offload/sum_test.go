@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -46,6 +47,36 @@ func logPaths(t *testing.T, build string) {
 	for _, m := range missingImplementations() {
 		t.Logf("offload checksum loop %s NOT tested: %s", m.name, m.why)
 	}
+}
+
+// testPathsAgree checks that the loop named path (the one the build and
+// CPU call for) is among the ones the tests run, and that each of them
+// sums, and copies and sums, lengths around the vector loops' threshold
+// (128) and blocks as the reference does.
+func testPathsAgree(t *testing.T, path string) {
+	t.Helper()
+	var names []string
+	for _, im := range implementations() {
+		names = append(names, im.name)
+	}
+	if !slices.Contains(names, path) {
+		t.Errorf("the %s loop is not among the loops tested, %v", path, names)
+	}
+	src, dst := randBytes(13, 9010), make([]byte, 9010)
+	eachImpl(t, func(t *testing.T) {
+		for _, n := range []int{0, 1, 2, 63, 64, 65, 127, 128, 129, 191, 192, 255, 256, 257, 1500, 9001} {
+			for _, off := range []int{0, 1, 7} {
+				s := src[off : off+n]
+				want := reference(s)
+				if got := Checksum(s); got != want {
+					t.Errorf("length %d at offset %d: Checksum %#04x, reference %#04x", n, off, got, want)
+				}
+				if c, acc := CopySum(dst[off:], s, 0); c != n || !bytes.Equal(dst[off:off+n], s) || ^Fold(acc) != want {
+					t.Errorf("length %d at offset %d: CopySum copied %d, sum %#04x, reference %#04x", n, off, c, ^Fold(acc), want)
+				}
+			}
+		}
+	})
 }
 
 func TestCopySumEveryLength(t *testing.T) { eachImpl(t, testCopySumEveryLength) }

@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 )
 
 // xnMod is x^n mod p, p of degree 32 given with its x^32 term.
@@ -65,11 +67,45 @@ func TestFoldConstants(t *testing.T) {
 	}
 }
 
+// defaultCRC3 and defaultFold are the package's own findings, before any
+// test changes them.
+var defaultCRC3, defaultFold = haveCRC3, haveFold
+
+// crcPaths lists the CRC32c paths this machine can run, each with a
+// function that selects it and returns one that restores the default.
+func crcPaths() []crcPath {
+	set := func(crc3, fold bool) func() func() {
+		return func() func() {
+			c, f := haveCRC3, haveFold
+			haveCRC3, haveFold = crc3, fold
+			return func() { haveCRC3, haveFold = c, f }
+		}
+	}
+	paths := []crcPath{{"hash-crc32", set(false, false)}}
+	if defaultCRC3 {
+		paths = append(paths, crcPath{"crc32c3", set(true, false)})
+	}
+	if defaultFold {
+		paths = append(paths, crcPath{"fold", set(defaultCRC3, true)})
+	}
+	return paths
+}
+
 // TestCPUPaths says which CRC32c loops this CPU runs and which the
-// package's tests therefore skip (.ci/run shows it in CI's log).
+// package's tests therefore skip (.ci/run shows it in CI's log), and
+// checks the choice: the CRC32 instruction loops where the CPU has SSE
+// 4.2, the fold where it has AVX-512F, VPCLMULQDQ and PCLMULQDQ, and
+// every path it can run agreeing with hash/crc32.
 func TestCPUPaths(t *testing.T) {
 	t.Logf("qp CRC32c (amd64 assembly built): three-way CRC32 instruction loop (SSE 4.2) %s; AVX-512 VPCLMULQDQ fold %s",
-		tested(haveCRC3, "no SSE 4.2"), tested(haveFold, "no AVX-512F/VPCLMULQDQ: TestFoldMatchesHashCRC32 skips"))
+		tested(defaultCRC3, "no SSE 4.2"), tested(defaultFold, "no AVX-512F/VPCLMULQDQ: TestFoldMatchesHashCRC32 skips"))
+	if want := cpu.X86.HasSSE42; defaultCRC3 != want {
+		t.Errorf("CRC32 instruction loops in use %v; this CPU's SSE 4.2 %v", defaultCRC3, want)
+	}
+	if want := cpu.X86.HasAVX512F && cpu.X86.HasAVX512VPCLMULQDQ && cpu.X86.HasPCLMULQDQ; defaultFold != want {
+		t.Errorf("fold in use %v; this CPU's AVX-512F, VPCLMULQDQ and PCLMULQDQ %v", defaultFold, want)
+	}
+	testCRCPathsAgree(t)
 }
 
 func tested(have bool, why string) string {

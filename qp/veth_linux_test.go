@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ustack-dev/ustack/internal/qptest"
 	"github.com/ustack-dev/ustack/qp"
 	"github.com/ustack-dev/ustack/stack"
 	"github.com/ustack-dev/ustack/vethtest"
@@ -94,41 +94,6 @@ func newUstack(t *testing.T, p *vethtest.Pair) *stack.Stack {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// link connects initiator a to responder b: dial gives a's stream, ln is
-// where b accepts.
-func link(t *testing.T, a, b *side, dial func(context.Context) (net.Conn, error), ln net.Listener) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() {
-		r, err := qp.NewListener(ln).Accept(ctx)
-		if err == nil {
-			if string(r.PrivateData()) != "ini" {
-				err = fmt.Errorf("request private data %q", r.PrivateData())
-				r.Reject(nil)
-			} else {
-				err = r.Accept(b.q, []byte("resp"))
-			}
-		}
-		errc <- err
-	}()
-	c, err := dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pd, err := a.q.Connect(ctx, c, []byte("ini"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-	if string(pd) != "resp" {
-		t.Fatalf("reply private data %q", pd)
-	}
 }
 
 // session runs every operation from a to b, then an access violation
@@ -244,9 +209,9 @@ func TestPrivilegedQueuePairInterop(t *testing.T) {
 	t.Run("ustack initiator, kernel responder", func(t *testing.T) {
 		ln := kernelListen(t, p, 4791)
 		a, b := newSide(t), newSide(t)
-		link(t, a, b, func(ctx context.Context) (net.Conn, error) {
+		qptest.Link(t, a.q, b.q, func(ctx context.Context) (net.Conn, error) {
 			return s.DialContext(ctx, "tcp4", ln.Addr().String())
-		}, ln)
+		}, ln, []byte("ini"), []byte("resp"))
 		session(t, a, b, true)
 	})
 	t.Run("kernel initiator, ustack responder", func(t *testing.T) {
@@ -256,15 +221,15 @@ func TestPrivilegedQueuePairInterop(t *testing.T) {
 		}
 		defer ln.Close()
 		a, b := newSide(t), newSide(t)
-		link(t, a, b, kernelDial(p, ln.Addr().String()), ln)
+		qptest.Link(t, a.q, b.q, kernelDial(p, ln.Addr().String()), ln, []byte("ini"), []byte("resp"))
 		session(t, a, b, true)
 	})
 	t.Run("kernel responder reads and writes ustack memory", func(t *testing.T) {
 		ln := kernelListen(t, p, 4793)
 		a, b := newSide(t), newSide(t)
-		link(t, a, b, func(ctx context.Context) (net.Conn, error) {
+		qptest.Link(t, a.q, b.q, func(ctx context.Context) (net.Conn, error) {
 			return s.DialContext(ctx, "tcp4", ln.Addr().String())
-		}, ln)
+		}, ln, []byte("ini"), []byte("resp"))
 		// Now the kernel-TCP side (b) drives the ustack side (a).
 		session(t, b, a, true)
 	})
@@ -330,9 +295,9 @@ func TestPrivilegedWireConformance(t *testing.T) {
 
 	ln := kernelListen(t, p, 4791)
 	a, b := newSide(t), newSide(t)
-	link(t, a, b, func(ctx context.Context) (net.Conn, error) {
+	qptest.Link(t, a.q, b.q, func(ctx context.Context) (net.Conn, error) {
 		return s.DialContext(ctx, "tcp4", ln.Addr().String())
-	}, ln)
+	}, ln, []byte("ini"), []byte("resp"))
 	session(t, a, b, false)
 	a.q.Close()
 	b.q.Close()

@@ -104,6 +104,51 @@ func TestFPDUFraming(t *testing.T) {
 	}
 }
 
+// crcPath is a CRC32c path (crcPaths): its name, and a function that
+// selects it and returns one that restores the default.
+type crcPath struct {
+	name string
+	use  func() (restore func())
+}
+
+// eachCRCPath runs f once with each CRC32c path this machine has.
+func eachCRCPath(t *testing.T, f func(t *testing.T)) {
+	for _, p := range crcPaths() {
+		t.Run(p.name, func(t *testing.T) {
+			defer p.use()()
+			f(t)
+		})
+	}
+}
+
+// testCRCPathsAgree checks, with each path, checksum, checksum3 and
+// crcRaw against hash/crc32 on lengths around the paths' thresholds
+// (foldMin, its 16-byte steps, crc3Min, the 8-byte steps).
+func testCRCPathsAgree(t *testing.T) {
+	buf := make([]byte, 3*10000)
+	for i := range buf {
+		buf[i] = byte(i*31 + i>>8)
+	}
+	eachCRCPath(t, func(t *testing.T) {
+		for _, n := range []int{0, 1, 7, 8, 15, 16, 63, 64, 65, 79, 80, 255, 256, 257, 263, 264, 1448, 1453, 9000} {
+			for _, off := range []int{0, 1, 7} {
+				a, b, c := buf[off:off+n], buf[10000+off:10000+off+n], buf[20000:20000+max(0, n-3)]
+				want := crc32.Checksum(a, castagnoli)
+				if got := checksum(a); got != want {
+					t.Errorf("checksum of %d bytes at %d: %#x, want %#x", n, off, got, want)
+				}
+				if got := ^crcRaw(^uint32(0), a); got != want {
+					t.Errorf("crcRaw over %d bytes at %d: %#x, want %#x", n, off, got, want)
+				}
+				ra, rb, rc := checksum3(a, b, c)
+				if ra != want || rb != crc32.Checksum(b, castagnoli) || rc != crc32.Checksum(c, castagnoli) {
+					t.Errorf("checksum3 of %d, %d and %d bytes at %d: wrong", len(a), len(b), len(c), off)
+				}
+			}
+		}
+	})
+}
+
 // TestChecksum3 compares the three-chain CRC with hash/crc32's on
 // lengths around crc3Min and the 8-byte steps, each buffer at its own
 // offset and length.
@@ -139,8 +184,11 @@ func TestChecksum3(t *testing.T) {
 }
 
 // TestCRCFPDUs frames runs of one to seven FPDUs of mixed lengths and
-// checks that crcFPDUs gives each the CRC sealFPDU would.
-func TestCRCFPDUs(t *testing.T) {
+// checks that crcFPDUs gives each the CRC sealFPDU would, with each
+// CRC32c path (the fold takes them one at a time, crc32c3 three).
+func TestCRCFPDUs(t *testing.T) { eachCRCPath(t, testCRCFPDUs) }
+
+func testCRCFPDUs(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for count := 1; count <= 7; count++ {
 		var framed, sealed []byte

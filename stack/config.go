@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/ustack-dev/ustack/internal/limits"
+	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 )
 
@@ -277,8 +277,8 @@ func (c *Config) validate() error {
 	if c.Gateway4.IsValid() && !c.Gateway4.Is4() || c.Gateway6.IsValid() && !c.Gateway6.Is6() {
 		return fmt.Errorf("%w: gateway family mismatch", ErrConfig)
 	}
-	if c.Queues < 1 || c.Queues > limits.MaxQueues {
-		return fmt.Errorf("%w: queues %d outside [1, %d]", ErrConfig, c.Queues, limits.MaxQueues)
+	if c.Queues < 1 || c.Queues > bpf.MaxQueues {
+		return fmt.Errorf("%w: queues %d outside [1, %d]", ErrConfig, c.Queues, bpf.MaxQueues)
 	}
 	if c.Poll < Adaptive || c.Poll > Blocking {
 		return fmt.Errorf("%w: unknown poll policy %v", ErrConfig, c.Poll)

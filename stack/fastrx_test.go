@@ -27,6 +27,32 @@ func fastCounts(st Stats) [tcp.NumFastMiss]uint64 {
 
 var fastMissNames = [tcp.NumFastMiss]string{"hit", "busy", "state", "header", "sequence", "ack", "recovery"}
 
+// fastVerdicts waits until the worker has counted n more fast-path
+// verdicts than from holds, and returns the counters then. The worker
+// counts a segment's verdict when ReceiveFast returns, which for a
+// segment a consumer took (a handler's request) is after Taken: after
+// the reply Taken wrote, and FlushIfSolo kicked, may have reached the
+// peer. Counters read as the reply arrives can lack the request.
+func (p *scriptPeer) fastVerdicts(from [tcp.NumFastMiss]uint64, n uint64) [tcp.NumFastMiss]uint64 {
+	p.t.Helper()
+	sum := func(c [tcp.NumFastMiss]uint64) (s uint64) {
+		for _, v := range c {
+			s += v
+		}
+		return s
+	}
+	for deadline := time.Now().Add(scriptWait); ; {
+		now := fastCounts(p.s.Stats())
+		if sum(now)-sum(from) >= n {
+			return now
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%d fast-path verdicts counted in %v, want %d: counters %v → %v", sum(now)-sum(from), scriptWait, n, from, now)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
 // expectAck waits for ustack's next segment and wants it to acknowledge
 // ack, whatever else it carries (a D-SACK, say).
 func (p *scriptPeer) expectAck(ack uint32) {

@@ -38,25 +38,7 @@ func TestPrivilegedFaultsWithKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kln.Close()
-	type got struct {
-		sum [sha256.Size]byte
-		n   int64
-		err error
-	}
-	sunk := make(chan got, 2)
-	for _, ln := range []net.Listener{uln, kln} {
-		go func(ln net.Listener) {
-			c, err := ln.Accept()
-			if err != nil {
-				sunk <- got{err: err}
-				return
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(90 * time.Second))
-			sum, n, err := sink(c)
-			sunk <- got{sum, n, err}
-		}(ln)
-	}
+	sunk := sinkEach(90*time.Second, uln, kln)
 	kc, err := kernelDial(context.Background(), p, "tcp", uln.Addr().String())
 	if err != nil {
 		t.Fatal(err)

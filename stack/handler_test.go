@@ -657,13 +657,15 @@ func (h *slowEchoHandler) OnTraffic(s *Stream, b []byte) {
 func TestScriptHandlerTimerSeesTakenAck(t *testing.T) {
 	p := newScriptPeer(t, scriptOptions{HandshakeRTT: 20 * time.Millisecond})
 	connectHandler(t, p, &slowEchoHandler{slowFor: 300 * time.Millisecond})
+	// The handshake's segments are counted: the stream exists.
+	start := fastCounts(p.s.Stats())
 
 	a, b := bytes.Repeat([]byte("a"), 1000), bytes.Repeat([]byte("b"), 1000)
 	p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: a})
 	p.Expect(seg{Flags: "PA", Seq: 1, Ack: 1001, Payload: a})
 	p.Send(seg{Flags: "PA", Seq: 1001, Ack: 1, Payload: b})
 	p.Expect(seg{Flags: "PA", Seq: 1001, Ack: 2001, Payload: b})
-	before := p.s.Stats()
+	before := p.fastVerdicts(start, 2)
 	p.Send(seg{Flags: "PA", Seq: 2001, Ack: 2001, Payload: []byte("slow")})
 	// A pure ACK of the request may come first: the handler takes
 	// longer than an ACK may wait.
@@ -680,8 +682,8 @@ func TestScriptHandlerTimerSeesTakenAck(t *testing.T) {
 		}
 		break
 	}
-	if st := p.s.Stats(); st.TCPSegmentsFast == before.TCPSegmentsFast {
-		t.Errorf("the fast path did not take the request (misses %v → %v)", fastCounts(before), fastCounts(st))
+	if after := p.fastVerdicts(before, 1); after[tcp.FastHit] == before[tcp.FastHit] {
+		t.Errorf("the fast path did not take the request (misses %v → %v)", before, after)
 	}
 }
 
@@ -713,7 +715,7 @@ func TestScriptHandlerLateAckKeepsTSRecent(t *testing.T) {
 		t.Run(map[bool]string{true: "fast", false: "nofastpath"}[fast], func(t *testing.T) {
 			p := newScriptPeer(t, scriptOptions{Timestamps: true, HandshakeRTT: 20 * time.Millisecond, Config: func(c *Config) { c.NoFastPath = !fast }})
 			ep := connectHandler(t, p, &gatherEchoHandler{n: 6})
-			before := p.s.Stats()
+			before := fastCounts(p.s.Stats())
 			p.SendBatch(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("abc"), TSval: 50000},
 				seg{Flags: "PA", Seq: 4, Ack: 1, Payload: []byte("def"), TSval: 50100})
 			got := p.Expect(seg{Flags: "PA", Seq: 1, Ack: 7, Payload: []byte("abcdef")})
@@ -724,8 +726,10 @@ func TestScriptHandlerLateAckKeepsTSRecent(t *testing.T) {
 			if fs := ep.FastState(); fs.RecentTS != 50000 {
 				t.Errorf("TS.Recent %d after the reply, want 50000", fs.RecentTS)
 			}
-			if hits := p.s.Stats().TCPSegmentsFast - before.TCPSegmentsFast; fast && hits != 2 {
-				t.Errorf("the fast path took %d of the 2 requests", hits)
+			if fast {
+				if hits := p.fastVerdicts(before, 2)[tcp.FastHit] - before[tcp.FastHit]; hits != 2 {
+					t.Errorf("the fast path took %d of the 2 requests", hits)
+				}
 			}
 		})
 	}

@@ -242,6 +242,16 @@ func memBulkWithLoss(t *testing.T, cc string) {
 	}
 }
 
+// sink reads c to its end and returns the SHA-256 and length of what it
+// read.
+func sink(c io.Reader) ([sha256.Size]byte, int64, error) {
+	h := sha256.New()
+	n, err := io.Copy(h, c)
+	var sum [sha256.Size]byte
+	copy(sum[:], h.Sum(nil))
+	return sum, n, err
+}
+
 // TestMemCorruption flips a bit in 1% of frames A sends: the worker's
 // checksum verification must catch every corrupted TCP segment (counted,
 // dropped before netstack, retransmitted), so 4 MiB still arrive intact.
@@ -268,10 +278,7 @@ func TestMemCorruption(t *testing.T) {
 			return
 		}
 		defer c.Close()
-		h := sha256.New()
-		io.Copy(h, c)
-		var s [sha256.Size]byte
-		copy(s[:], h.Sum(nil))
+		s, _, _ := sink(c)
 		got <- s
 	}()
 	c, err := mp.a.Dial("tcp", netip.AddrPortFrom(memB4.Addr(), 10).String())

@@ -76,35 +76,6 @@ func (e *qpEnd) wait(t testing.TB, id uint64) qp.WC {
 	return wc[0]
 }
 
-// connectQP connects a (dialing from stack da) to b (accepting on ln).
-func connectQP(t testing.TB, a, b *qpEnd, dial func(ctx context.Context) (net.Conn, error), ln net.Listener) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() {
-		r, err := qp.NewListener(ln).Accept(ctx)
-		if err == nil {
-			err = r.Accept(b.q, []byte("ustack responder"))
-		}
-		errc <- err
-	}()
-	c, err := dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pd, err := a.q.Connect(ctx, c, []byte("initiator"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-	if string(pd) != "ustack responder" {
-		t.Fatalf("private data %q", pd)
-	}
-}
-
 // connectQPOverPair connects a queue pair on mp.a to one on mp.b over
 // ustack's TCP (QPConfig.ReaderGoroutine set to reader on both).
 func connectQPOverPair(t *testing.T, mp *memPair, reader bool) (a, b *qpEnd) {
@@ -115,9 +86,9 @@ func connectQPOverPair(t *testing.T, mp *memPair, reader bool) (a, b *qpEnd) {
 	}
 	t.Cleanup(func() { ln.Close() })
 	a, b = newQPEndCfg(t, reader), newQPEndCfg(t, reader)
-	connectQP(t, a, b, func(ctx context.Context) (net.Conn, error) {
+	qptest.Link(t, a.q, b.q, func(ctx context.Context) (net.Conn, error) {
 		return mp.a.DialContext(ctx, "tcp4", ln.Addr().String())
-	}, ln)
+	}, ln, []byte("initiator"), []byte("ustack responder"))
 	return a, b
 }
 
@@ -312,9 +283,9 @@ func BenchmarkMemQueuePairWriteBW(b *testing.B) {
 			defer ln.Close()
 			a := newQPEndWith(b, func(c *qp.QPConfig) { c.CopyTransmit = !lend })
 			c := newQPEndWith(b, nil)
-			connectQP(b, a, c, func(ctx context.Context) (net.Conn, error) {
+			qptest.Link(b, a.q, c.q, func(ctx context.Context) (net.Conn, error) {
 				return mp.a.DialContext(ctx, "tcp4", ln.Addr().String())
-			}, ln)
+			}, ln, []byte("initiator"), []byte("ustack responder"))
 			const msg, list = 64 << 10, 4
 			wrs := make([]qp.SendWR, list)
 			for k := range wrs {
@@ -394,9 +365,9 @@ func TestMemQueuePairYieldsForWaiters(t *testing.T) {
 			}
 			defer ln.Close()
 			a, b := newQPEnd(t), newQPEnd(t)
-			connectQP(t, a, b, func(ctx context.Context) (net.Conn, error) {
+			qptest.Link(t, a.q, b.q, func(ctx context.Context) (net.Conn, error) {
 				return mp.a.DialContext(ctx, "tcp4", netip.AddrPortFrom(memB4.Addr(), 4795).String())
-			}, ln)
+			}, ln, []byte("initiator"), []byte("ustack responder"))
 			if !b.q.Polled() {
 				t.Fatal("queue pair over ustack not polled on the worker")
 			}

@@ -232,14 +232,32 @@ func TestPrivilegedBulk64MiB(t *testing.T) {
 	}
 }
 
-// sink reads c to its end and returns the SHA-256 and length of what it
-// read.
-func sink(c io.Reader) ([sha256.Size]byte, int64, error) {
-	h := sha256.New()
-	n, err := io.Copy(h, c)
-	var sum [sha256.Size]byte
-	copy(sum[:], h.Sum(nil))
-	return sum, n, err
+// sinkResult is what sinkEach read from one connection.
+type sinkResult struct {
+	sum [sha256.Size]byte
+	n   int64
+	err error
+}
+
+// sinkEach accepts one connection on each listener and sinks it, each
+// with deadline d from its accept; the channel gets one result per
+// listener as each ends.
+func sinkEach(d time.Duration, lns ...net.Listener) <-chan sinkResult {
+	out := make(chan sinkResult, len(lns))
+	for _, ln := range lns {
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				out <- sinkResult{err: err}
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(d))
+			sum, n, err := sink(c)
+			out <- sinkResult{sum, n, err}
+		}()
+	}
+	return out
 }
 
 func testBulk64MiB(t *testing.T) {
@@ -281,25 +299,7 @@ func testBulk(t *testing.T, opts vethtest.Options, cfg Config, size int, network
 	}
 	defer kln.Close()
 
-	type got struct {
-		sum [sha256.Size]byte
-		n   int64
-		err error
-	}
-	sunk := make(chan got, 2)
-	for _, ln := range []net.Listener{uln, kln} {
-		go func(ln net.Listener) {
-			c, err := ln.Accept()
-			if err != nil {
-				sunk <- got{err: err}
-				return
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(2 * time.Minute))
-			sum, n, err := sink(c)
-			sunk <- got{sum, n, err}
-		}(ln)
-	}
+	sunk := sinkEach(2*time.Minute, uln, kln)
 	kc, err := kernelDial(context.Background(), p, network, netip.AddrPortFrom(ustackAddr, 9000).String())
 	if err != nil {
 		t.Fatal(err)

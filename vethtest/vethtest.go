@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ustack-dev/ustack/internal/limits"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -36,6 +35,11 @@ var (
 
 // ErrOptions reports invalid Options.
 var ErrOptions = errors.New("vethtest: invalid options")
+
+// MaxQueues is the most queues a Pair's ends have: as many as ustack's
+// XDP program serves (bpf.MaxQueues, which package bpf's tests, importers
+// of this package, check against it).
+const MaxQueues = 64
 
 // Prefix lengths of the pair's subnets.
 const (
@@ -186,8 +190,8 @@ func New(opts Options) (_ *Pair, err error) {
 	if opts.MTU == 0 {
 		opts.MTU = 1500
 	}
-	if opts.Queues < 1 || opts.Queues > limits.MaxQueues {
-		return nil, fmt.Errorf("%w: queues %d outside [1, %d]", ErrOptions, opts.Queues, limits.MaxQueues)
+	if opts.Queues < 1 || opts.Queues > MaxQueues {
+		return nil, fmt.Errorf("%w: queues %d outside [1, %d]", ErrOptions, opts.Queues, MaxQueues)
 	}
 	if opts.MTU < 1280 || opts.MTU > 65535 {
 		return nil, fmt.Errorf("%w: mtu %d outside [1280, 65535] (IPv6 needs 1280)", ErrOptions, opts.MTU)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -95,44 +93,9 @@ func testServerMetricsAndPcap(t *testing.T, handler bool) {
 	pcap := filepath.Join(dir, "server.pcap")
 	const metricsAddr = "127.0.0.1:9464"
 	listen := netip.AddrPortFrom(vethtest.UstackIPv4, 7000)
-	cmd := exec.Command("ip", "netns", "exec", p.Ustack.Namespace, bin, "server",
+	_, stop := startServer(t, p, bin,
 		"-iface", p.Ustack.Link, "-addr", netip.PrefixFrom(vethtest.UstackIPv4, vethtest.PrefixLen4).String(),
 		"-listen", listen.String(), "-metrics", metricsAddr, "-pcap", pcap, fmt.Sprintf("-handler=%v", handler))
-	var out, errOut bytes.Buffer
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := false
-	t.Cleanup(func() {
-		if !exited {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	// Wait for the server's banner lines.
-	ready, read := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(read)
-		sc := bufio.NewScanner(stdout)
-		signalled := false
-		for sc.Scan() {
-			out.WriteString(sc.Text() + "\n")
-			if strings.HasPrefix(sc.Text(), "echo server") && !signalled {
-				close(ready)
-				signalled = true
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("server did not start:\n%s", errOut.String())
-	}
 	before := scrapeIn(t, p.Ustack, metricsAddr)
 	for _, name := range []string{`ustack_queue_rx_packets_total{queue="0"}`, `ustack_steering_packets_total{reason="redirect_port"}`, `ustack_xsk_kicks_total{queue="0"}`, `ustack_netstack_tcp_valid_segments_received_total`} {
 		if _, ok := before[name]; !ok {
@@ -164,19 +127,13 @@ func testServerMetricsAndPcap(t *testing.T, handler bool) {
 	if d := after[`ustack_netstack_tcp_valid_segments_received_total`] - before[`ustack_netstack_tcp_valid_segments_received_total`]; d < rounds {
 		t.Errorf("TCP segments received grew by %v over %d requests", d, rounds)
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	<-read
-	err = cmd.Wait()
-	exited = true
-	if err != nil {
-		t.Fatalf("server: %v\n%s%s", err, out.String(), errOut.String())
+	out := stop()
+	t.Logf("server output:\n%s", out)
+	if handler != strings.Contains(out, "handler API") {
+		t.Errorf("-handler=%v, but the banner says:\n%s", handler, out)
 	}
-	t.Logf("server output:\n%s", out.String())
-	if handler != strings.Contains(out.String(), "handler API") {
-		t.Errorf("-handler=%v, but the banner says:\n%s", handler, out.String())
-	}
-	if !strings.Contains(out.String(), "capture:") {
-		t.Errorf("exit summary lacks the capture line:\n%s", out.String())
+	if !strings.Contains(out, "capture:") {
+		t.Errorf("exit summary lacks the capture line:\n%s", out)
 	}
 	tshark, err := exec.Command("tshark", "-n", "-r", pcap, "-Y", "tcp.port == 7000 && tcp.len > 0", "-T", "fields", "-e", "frame.number").Output()
 	if err != nil {

@@ -73,6 +73,43 @@ func Connect(ctx context.Context, a, b *qp.QP, ca, cb net.Conn) error {
 	return err
 }
 
+// Link connects a, the initiator, to b over a stream that dial opens and
+// ln accepts, a sending private data req and b replying with resp; each
+// must arrive intact (b rejects another request). It fails tb if a step
+// fails or takes more than 10 s.
+func Link(tb testing.TB, a, b *qp.QP, dial func(context.Context) (net.Conn, error), ln net.Listener, req, resp []byte) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		r, err := qp.NewListener(ln).Accept(ctx)
+		switch {
+		case err != nil:
+		case !bytes.Equal(r.PrivateData(), req):
+			err = fmt.Errorf("request private data %q, want %q", r.PrivateData(), req)
+			r.Reject(nil)
+		default:
+			err = r.Accept(b, resp)
+		}
+		errc <- err
+	}()
+	c, err := dial(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pd, err := a.Connect(ctx, c, req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		tb.Fatal(err)
+	}
+	if !bytes.Equal(pd, resp) {
+		tb.Fatalf("reply private data %q, want %q", pd, resp)
+	}
+}
+
 // RegionSize is the region each side needs: an inbox and an outbox of
 // the largest message, and a trailer.
 const RegionSize = 2*maxMsg + 64
