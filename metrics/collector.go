@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ustack-dev/ustack/bpf"
-	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/stack"
 )
 
@@ -31,11 +30,10 @@ type statSeries struct {
 	ifSet bool
 }
 
-// netstackCounter is one of netstack's counters: its field path in
-// tcpip.Stats.
+// netstackCounter is the metric of one of netstack's counters, in the
+// order of stack.NetstackCounterPaths.
 type netstackCounter struct {
 	desc  *prometheus.Desc
-	index []int
 	gauge bool
 }
 
@@ -93,7 +91,7 @@ func NewCollector(s *stack.Stack) *Collector {
 	c.trace = prometheus.NewDesc(ns+"_trace_stage_seconds", "Latency breakdown (Config.Trace): time from a request's RX batch to each stage, by percentile.", []string{"stage", "quantile"}, nil)
 	c.traceN = prometheus.NewDesc(ns+"_trace_stage_requests_total", "Requests the latency breakdown recorded per stage.", []string{"stage"}, nil)
 	c.descs = append(c.descs, c.trace, c.traceN)
-	walkStats(reflect.TypeFor[tcpip.Stats](), nil, nil, func(path []string, index []int) {
+	for _, path := range stack.NetstackCounterPaths() {
 		name := path[len(path)-1]
 		gauge := strings.HasPrefix(name, "Current")
 		full := ns + "_netstack"
@@ -105,38 +103,17 @@ func NewCollector(s *stack.Stack) *Collector {
 		}
 		c.netstack = append(c.netstack, netstackCounter{
 			desc:  prometheus.NewDesc(full, "netstack's tcpip.Stats."+strings.Join(path, ".")+".", nil, nil),
-			index: append([]int(nil), index...),
 			gauge: gauge,
 		})
-	})
+	}
 	for _, n := range c.netstack {
 		c.descs = append(c.descs, n.desc)
 	}
 	return c
 }
 
-var statCounterType = reflect.TypeFor[*tcpip.StatCounter]()
-
 // durationType is a time.Duration field's type: emitted in seconds.
 var durationType = reflect.TypeFor[time.Duration]()
-
-// walkStats calls fn for every *tcpip.StatCounter field in t, with its
-// field names and index path.
-func walkStats(t reflect.Type, path []string, index []int, fn func(path []string, index []int)) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		p, ix := append(path, f.Name), append(index, i)
-		switch {
-		case f.Type == statCounterType:
-			fn(p, ix)
-		case f.Type.Kind() == reflect.Struct:
-			walkStats(f.Type, p, ix, fn)
-		}
-	}
-}
 
 // snake turns a Go field name into a metric name part: ValidSegmentsReceived
 // → valid_segments_received, ICMP → icmp, V4PacketsSent → v4_packets_sent.
@@ -183,18 +160,19 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	nv := reflect.ValueOf(c.s.Netstack().Stats()).Elem()
-	for _, n := range c.netstack {
-		sc, _ := nv.FieldByIndex(n.index).Interface().(*tcpip.StatCounter)
-		if sc == nil {
-			continue
+	i := 0
+	c.s.NetstackCounters(func(_ []string, v uint64) {
+		if i == len(c.netstack) {
+			return
 		}
+		n := &c.netstack[i]
+		i++
 		kind := prometheus.CounterValue
 		if n.gauge {
 			kind = prometheus.GaugeValue
 		}
-		ch <- prometheus.MustNewConstMetric(n.desc, kind, float64(sc.Value()))
-	}
+		ch <- prometheus.MustNewConstMetric(n.desc, kind, float64(v))
+	})
 }
 
 // emit sends the series of v, a Stats or QueueStats, each with the

@@ -1,8 +1,8 @@
 // Package metrics exports a ustack Stack's counters to Prometheus: a
-// Collector reads Stack.Stats and netstack's own counters at scrape time
-// (nothing is counted twice and the data path pays nothing for it), and
-// Handler serves them, with the Go runtime's and the process's, in the
-// text exposition format.
+// Collector reads Stack.Stats and netstack's own counters
+// (Stack.NetstackCounters) at scrape time (nothing is counted twice and
+// the data path pays nothing for it), and Handler serves them, with the
+// Go runtime's and the process's, in the text exposition format.
 //
 // Every counter of stack.Stats and stack.QueueStats is exported: the
 // Collector walks those types by reflection, and a table in stats.go

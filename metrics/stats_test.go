@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/stack"
 )
 
 // TestEveryCounterHasMetric walks stack.Stats and stack.QueueStats and
@@ -63,21 +63,16 @@ func TestEveryCounterHasMetric(t *testing.T) {
 	}
 }
 
-// isNetstackCounter reports whether path names a counter in tcpip.Stats,
-// which the Collector exports as ustack_netstack_….
+// isNetstackCounter reports whether path names a counter in tcpip.Stats
+// (stack.NetstackCounterPaths), which the Collector exports as
+// ustack_netstack_….
 func isNetstackCounter(path string) bool {
-	t := reflect.TypeFor[tcpip.Stats]()
-	for _, name := range strings.Split(path, ".") {
-		if t.Kind() != reflect.Struct {
-			return false
+	for _, p := range stack.NetstackCounterPaths() {
+		if strings.Join(p, ".") == path {
+			return true
 		}
-		f, ok := t.FieldByName(name)
-		if !ok {
-			return false
-		}
-		t = f.Type
 	}
-	return t == statCounterType
+	return false
 }
 
 var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)

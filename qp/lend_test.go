@@ -6,12 +6,14 @@ import (
 	"net"
 	"sync"
 	"testing"
+
+	"github.com/ustack-dev/ustack/capability"
 )
 
-// lendConn is a connection that takes lent writes (lendWriter) and, like
-// ustack's, holds the lent bytes after writing them: here until four
-// more lends have come, then it checks they never changed and releases
-// them.
+// lendConn is a connection that takes lent writes
+// (capability.LendWriter) and, like ustack's, holds the lent bytes after
+// writing them: here until four more lends have come, then it checks
+// they never changed and releases them.
 type lendConn struct {
 	net.Conn
 	t        testing.TB
@@ -20,6 +22,8 @@ type lendConn struct {
 	lends    int
 	releases int
 }
+
+var _ capability.LendWriter = (*lendConn)(nil)
 
 type lentWrite struct {
 	b   []byte

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/ustack-dev/ustack/capability"
 )
 
 // State is a queue pair's state, as in verbs.
@@ -132,7 +134,7 @@ type QPConfig struct {
 	// CopyTransmit has the queue pair's transmit buffer copied into the
 	// connection's send buffer, as over any net.Conn, even where the
 	// connection can read it in place (ustack's: a lent write, see
-	// stack.LendWriter). For comparison.
+	// capability.LendWriter). For comparison.
 	CopyTransmit bool
 	// OnInput, if set, is called on the goroutine that runs the engine
 	// (ustack's worker, or the reader goroutine) each time it has taken
@@ -272,8 +274,8 @@ type QP struct {
 	// acknowledged: txbuf is then never rewritten, but swapped for a
 	// free one (txRenew).
 	txLent bool
-	lender lendWriter
-	tryW   tryWriter // conn's, if it has TryWrite
+	lender capability.LendWriter
+	tryW   capability.TryWriter // conn's, if it has TryWrite
 	// txFree holds the transmit buffers the connection has let go of.
 	txFreeMu sync.Mutex
 	txFree   []*txBuf
@@ -314,7 +316,7 @@ type QP struct {
 	// goroutine.
 	wakeMark   uint64
 	placedWoke bool
-	// polled: the transport's worker feeds input (workerPolled).
+	// polled: the transport's worker feeds input (capability.WorkerPoller).
 	polled bool
 	// inHandler is set while OnInput runs: PostSend then never waits.
 	inHandler atomic.Bool

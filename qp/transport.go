@@ -4,12 +4,14 @@ import (
 	"net"
 	"syscall"
 	"time"
+
+	"github.com/ustack-dev/ustack/capability"
 )
 
 // Transport glue: how the engine meets its connection. start attaches
-// it: over a ustack TCP connection (workerPolled) the stack's worker
-// feeds input right after TCP processing; over any other net.Conn a
-// reader goroutine (readLoop) does. Both call consumeData with the bytes
+// it: over a ustack TCP connection (capability.WorkerPoller) the stack's
+// worker feeds input right after TCP processing; over any other net.Conn
+// a reader goroutine (readLoop) does. Both call consumeData with the bytes
 // and afterInput after each read. Writes that must not wait go through
 // tryWrite (the connection's TryWrite, or non-blocking write(2)s on a
 // kernel socket); the transmit goroutine (txLoop) does the writes that
@@ -18,13 +20,6 @@ import (
 // lingerTime bounds how long a failed queue pair waits for its peer to
 // close after sending it a Terminate.
 const lingerTime = 2 * time.Second
-
-// tryWriter is stack.TryWriter (a connection that can write without
-// waiting: ustack's TCP connections), copied so that qp does not import
-// netstack; capability_test.go holds the two equal.
-type tryWriter interface {
-	TryWrite(b []byte) (int, error)
-}
 
 // tryWrite writes what the connection takes of b without waiting:
 // through TryWrite, or with non-blocking write(2)s on a kernel socket.
@@ -74,43 +69,24 @@ func (q *QP) writeRaw(fd uintptr) bool {
 	return true // never wait for room
 }
 
-// lendWriter is stack.LendWriter (a connection that reads the bytes of a
-// write in place until they are acknowledged: ustack's TCP connections),
-// copied so that qp does not import netstack; capability_test.go holds
-// the two equal. Its Lender is any value with a Release method.
-type lendWriter interface {
-	WriteLent(b []byte, l interface{ Release() }) (int, error)
-	TryWriteLent(b []byte, l interface{ Release() }) (int, error)
-}
-
-// workerPolled is stack.WorkerPoller, copied so that qp does not import
-// netstack (capability_test.go holds the two equal): a transport that
-// reads the stream itself and hands what it read to a consumer on its own
-// goroutine. ustack's worker calls consume with the bytes, straight from
-// its buffers and with the connection locked, right after the TCP
-// processing that brought them, then consumed with it unlocked. Neither
-// may block; done is called once, when the stream ends.
-type workerPolled interface {
-	PollOnWorker(consume func([]byte), consumed func() (woke bool), done func(error)) error
-}
-
 // start attaches conn and starts the engine; the queue pair moves to RTS.
-// Over a transport that reads for it (workerPolled) the engine's receive
-// side runs there; otherwise a goroutine reads the connection.
+// Over a transport that reads for it (capability.WorkerPoller) the
+// engine's receive side runs there; otherwise a goroutine reads the
+// connection.
 func (q *QP) start(conn net.Conn) {
-	wp, polled := conn.(workerPolled)
+	wp, polled := conn.(capability.WorkerPoller)
 	polled = polled && !q.cfg.ReaderGoroutine
 	q.mu.Lock()
 	q.conn = conn
 	q.state = StateRTS
 	q.mu.Unlock()
 	q.txMu.Lock()
-	if l, ok := conn.(lendWriter); ok && !q.cfg.CopyTransmit {
+	if l, ok := conn.(capability.LendWriter); ok && !q.cfg.CopyTransmit {
 		q.lender = l
 	}
 	// Asserted once: a type switch per write costs an interface
 	// lookup.
-	q.tryW, _ = conn.(tryWriter)
+	q.tryW, _ = conn.(capability.TryWriter)
 	q.txMu.Unlock()
 	q.wg.Add(2)
 	if polled && wp.PollOnWorker(q.consumeData, q.afterInput, q.readDone) != nil {

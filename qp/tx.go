@@ -18,23 +18,23 @@ import (
 // carries in an FPDU of at most maxFPDU bytes.
 func maxPayload(maxFPDU, hdr int) int { return maxFPDU - fpduOverhead - hdr }
 
-// lendMin is the least a write lends of txbuf (lendWriter): below it
-// the copy into the send buffer costs less than the lent chunk, and a
-// small message (write_lat) keeps the path it had.
+// lendMin is the least a write lends of txbuf (capability.LendWriter):
+// below it the copy into the send buffer costs less than the lent chunk,
+// and a small message (write_lat) keeps the path it had.
 const lendMin = 16 << 10
 
 // txBuf holds a transmit buffer that can be lent to the connection
-// (lendWriter): refs counts the queue pair's own reference and one for
-// each lend, and the buffer goes back on the queue pair's free list when
-// all are released.
+// (capability.LendWriter): refs counts the queue pair's own reference and
+// one for each lend, and the buffer goes back on the queue pair's free
+// list when all are released.
 type txBuf struct {
 	b    []byte
 	refs atomic.Int32
 	q    *QP
 }
 
-// Release implements stack.Lender: the connection, or the queue pair
-// (txRenew), is done with the buffer. It runs on the worker with the
+// Release implements capability.Lender: the connection, or the queue
+// pair (txRenew), is done with the buffer. It runs on the worker with the
 // connection locked: it only takes txFreeMu.
 func (t *txBuf) Release() {
 	if t.refs.Add(-1) == 0 {

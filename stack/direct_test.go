@@ -169,7 +169,7 @@ func TestScriptFrameTemplate(t *testing.T) {
 				}
 			}
 			c := p.Connect()
-			ns := p.s.Netstack()
+			ns := p.s.ns
 			proto, peer := ipv4.ProtocolNumber, tcpip.AddrFromSlice(p.local.Addr().AsSlice())
 			if v6 {
 				proto = ipv6.ProtocolNumber

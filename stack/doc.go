@@ -82,9 +82,10 @@
 //
 // TCP connections are ustack's own net.Conn (tcpconn.go) over netstack's
 // endpoint, allocation-free per Read and Write. Beyond net.Conn (and
-// CloseRead/CloseWrite) they offer, through an interface assertion,
-// PollOnWorker(consume, consumed, done) (WorkerPoller), which hands the connection's reading
-// to the worker, TryWrite(b) (TryWriter), a Write that never waits, and
+// CloseRead/CloseWrite) they offer, through an interface assertion (the
+// interfaces of package capability, aliased here),
+// PollOnWorker(consume, consumed, done) (WorkerPoller), which hands the
+// connection's reading to the worker, TryWrite(b) (TryWriter), a Write that never waits, and
 // WriteLent/TryWriteLent (LendWriter), writes whose bytes netstack reads
 // in place until they are acknowledged instead of copying them (lend.go):
 // what a protocol engine running on the worker needs. As sockets listen and

@@ -41,7 +41,7 @@ func TestMemJumboFrames(t *testing.T) {
 	defer s.Close()
 	peerIP := tcpip.AddrFromSlice(memB4.Addr().AsSlice())
 	stackIP := tcpip.AddrFromSlice(memA4.Addr().AsSlice())
-	if err := s.Netstack().AddStaticNeighbor(nicID, ipv4.ProtocolNumber, peerIP, peerMAC); err != nil {
+	if err := s.ns.AddStaticNeighbor(nicID, ipv4.ProtocolNumber, peerIP, peerMAC); err != nil {
 		t.Fatal(err)
 	}
 

@@ -4,34 +4,21 @@ import (
 	"net"
 	"sync"
 
+	"github.com/ustack-dev/ustack/capability"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/buffer"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 	"github.com/ustack-dev/ustack/stack/internal/trace"
 )
 
-// Lender is told when memory lent to a connection's send queue
-// (LendWriter) is read no more: its Release is called once for each
-// write that lent memory, when netstack is done with the bytes that
-// write queued (they were acknowledged, or the connection is gone), on
-// the goroutine that let go of them, usually the worker with the
-// connection locked: it must not block or use the connection. (An alias,
-// so that a package can name the same method set without importing
-// this one.)
-type Lender = interface{ Release() }
+// Lender is capability.Lender: told, through Release, when netstack is
+// done with the memory a lent write (LendWriter) queued.
+type Lender = capability.Lender
 
-// LendWriter is implemented by ustack's TCP net.Conn values: WriteLent
-// and TryWriteLent are Write and TryWrite (TryWriter) without the copy
-// into the send buffer. netstack reads the queued bytes of b in place,
-// for each segment's frame and any retransmission, until they are
-// acknowledged; then l.Release is called. Until then b must not change.
-// Package qp's engine lends its transmit buffer this way, so a byte is
-// copied once on its way from registered memory to the TX ring besides
-// the copy into the frame.
-type LendWriter interface {
-	WriteLent(b []byte, l Lender) (int, error)
-	TryWriteLent(b []byte, l Lender) (int, error)
-}
+// LendWriter is capability.LendWriter, which ustack's TCP connections
+// implement with WriteLent and TryWriteLent: writes whose bytes netstack
+// reads in place until they are acknowledged.
+type LendWriter = capability.LendWriter
 
 var _ LendWriter = (*tcpConn)(nil)
 

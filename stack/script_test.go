@@ -226,7 +226,7 @@ func newScriptPeer(t testing.TB, o scriptOptions) *scriptPeer {
 	p.s = s
 	// A static neighbor rather than answering ARP and NDP: the script
 	// then sees only the segments of its connection.
-	if err := s.Netstack().AddStaticNeighbor(nicID, proto, tcpip.AddrFromSlice(p.local.Addr().AsSlice()), p.peerMAC); err != nil {
+	if err := s.ns.AddStaticNeighbor(nicID, proto, tcpip.AddrFromSlice(p.local.Addr().AsSlice()), p.peerMAC); err != nil {
 		t.Fatalf("add static neighbor: %v", err)
 	}
 	return p

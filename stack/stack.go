@@ -199,10 +199,6 @@ func (s *Stack) isClosed() bool {
 // Addrs returns the addresses the stack owns.
 func (s *Stack) Addrs() []netip.Prefix { return append([]netip.Prefix(nil), s.addrs...) }
 
-// Netstack returns the underlying gVisor stack, for what this package does
-// not wrap. Changing its NICs or routes is at the caller's risk.
-func (s *Stack) Netstack() *gstack.Stack { return s.ns }
-
 // localFor returns the stack's address of the family network and remote
 // call for, or an error if it has none.
 func (s *Stack) localFor(network string, remote netip.Addr) (netip.Addr, error) {

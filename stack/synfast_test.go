@@ -195,7 +195,7 @@ func TestScriptSynOnWorkerFullAcceptQueue(t *testing.T) {
 	if st.TCPSynsOnWorker != 2 || st.TCPSynsDroppedOnWorker != 1 {
 		t.Fatalf("%d SYNs answered on the worker, %d dropped; want 2, 1", st.TCPSynsOnWorker, st.TCPSynsDroppedOnWorker)
 	}
-	if n := p.s.Netstack().Stats().TCP.ListenOverflowSynDrop.Value(); n != 2 {
+	if n := p.s.ns.Stats().TCP.ListenOverflowSynDrop.Value(); n != 2 {
 		t.Fatalf("netstack counted %d SYNs dropped for a full accept queue, want 2 (one each way)", n)
 	}
 	p.s.ep.Demux().LeaveSyns(false)
@@ -214,7 +214,7 @@ func TestScriptListenerIgnoresRst(t *testing.T) {
 	p := newScriptPeer(t, scriptOptions{Timestamps: true, WScale: 7, Config: alwaysCookies})
 	p.listen()
 	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
-	ns := p.s.Netstack().Stats()
+	ns := p.s.ns.Stats()
 	for _, off := range []bool{false, true} {
 		p.s.ep.Demux().LeaveSyns(off)
 		p.Send(seg{Flags: "R", Seq: 0})

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 
+	"github.com/ustack-dev/ustack/capability"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
@@ -148,32 +149,16 @@ func (c *tcpConn) pollRead(p *pollState) {
 	}
 }
 
-// WorkerPoller is implemented by the net.Conn values ustack's TCP hands
-// out (Listen, Dial): the connection's reading moves onto the worker.
-// Assert it on a net.Conn to find out whether the connection has it:
-//
-//	if wp, ok := conn.(stack.WorkerPoller); ok { ... }
-//
-// PollOnWorker calls consume with the bytes, straight from netstack's
-// buffers (or from the receive frame) and with the connection locked,
-// right after the TCP processing that brought them, then consumed with it
-// unlocked (which may write with TryWrite; it reports whether it readied
-// a goroutine; for bytes from the frame it runs before the ACK their
-// segment carried is processed, so what it writes goes first); neither
-// may block. done is called once, on a goroutine of its own, when the stream
-// ends. Read fails afterwards. Package qp runs its engine this way. For a
-// whole application on the worker, see Handler.
-type WorkerPoller interface {
-	PollOnWorker(consume func(b []byte), consumed func() (woke bool), done func(error)) error
-}
+// WorkerPoller is capability.WorkerPoller, which ustack's TCP
+// connections implement with PollOnWorker: the connection's reading
+// moves onto the worker. For a whole application on the worker, see
+// Handler.
+type WorkerPoller = capability.WorkerPoller
 
-// TryWriter is implemented by ustack's TCP net.Conn values: TryWrite
-// writes what of b the send buffer takes now, without waiting, and
-// returns how much that was (0 if another Write holds the connection).
-// Code running on the worker (a WorkerPoller's consumed) writes with it.
-type TryWriter interface {
-	TryWrite(b []byte) (int, error)
-}
+// TryWriter is capability.TryWriter, which ustack's TCP connections
+// implement with TryWrite: a Write that never waits, for code running on
+// the worker.
+type TryWriter = capability.TryWriter
 
 var (
 	_ WorkerPoller = (*tcpConn)(nil)
