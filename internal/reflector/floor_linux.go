@@ -4,11 +4,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/xsk"
+	"golang.org/x/sys/unix"
 )
 
 // MaxStream bounds a stream the floor's source sends, whatever its
@@ -40,6 +42,12 @@ type Floor struct {
 	MTU int
 	// Spin busy-polls; otherwise the floor sleeps 20µs when idle.
 	Spin bool
+	// YieldEvery, if positive, makes a spinning floor yield its OS
+	// thread (sched_yield) every YieldEvery empty polls, as ustack's
+	// workers do every 256: kernel work runnable on the floor's CPU
+	// (ksoftirqd, kworkers, the peer on a small machine) then runs
+	// within microseconds instead of at the next scheduler tick.
+	YieldEvery int
 	// Delay is busy-waited before each batch of echo replies (see
 	// Reflector.Delay).
 	Delay time.Duration
@@ -117,8 +125,11 @@ func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 		n := f.Sock.Receive(descs)
 		if n == 0 {
 			f.Sock.Refill()
-			if !f.Spin {
+			switch {
+			case !f.Spin:
 				time.Sleep(20 * time.Microsecond)
+			case f.YieldEvery > 0 && idle%f.YieldEvery == f.YieldEvery-1:
+				unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			}
 			continue
 		}
@@ -284,7 +295,14 @@ type FloorConfig struct {
 	Delay time.Duration
 	// Fresh is Floor.Fresh: the TCP echo copies into fresh frames.
 	Fresh bool
+	// YieldEvery is Floor.YieldEvery: 0 means DefaultYieldEvery, a
+	// negative value never.
+	YieldEvery int
 }
+
+// DefaultYieldEvery is FloorConfig.YieldEvery's default: ustack's
+// spinning workers' osYield.
+const DefaultYieldEvery = 256
 
 // StartFloor opens an AF_XDP socket on queue 0 of the interface (in the
 // calling thread's namespace), steers cfg.Addr's ARP, its three UDP ports
@@ -330,11 +348,18 @@ func StartFloor(cfg FloorConfig) (_ *Floor, stop func(), err error) {
 		return nil, nil, fmt.Errorf("steer %s to the floor: %w", ifc.Name, err)
 	}
 	undo = append(undo, func() { prog.Close() })
-	f := &Floor{Responder: Responder{MAC: ifc.MAC, IP: cfg.Addr.As4()}, Sock: sock, Port: cfg.Port, MTU: ifc.MTU, Spin: true, Delay: cfg.Delay, Fresh: cfg.Fresh}
+	f := &Floor{Responder: Responder{MAC: ifc.MAC, IP: cfg.Addr.As4()}, Sock: sock, Port: cfg.Port, MTU: ifc.MTU, Spin: true, Delay: cfg.Delay, Fresh: cfg.Fresh, YieldEvery: cfg.YieldEvery}
+	if f.YieldEvery == 0 {
+		f.YieldEvery = DefaultYieldEvery
+	}
 	done := make(chan struct{})
 	quit := make(chan struct{})
 	go func() {
 		defer close(done)
+		// One thread for the spinning loop, as ustack's workers have:
+		// the goroutine is never moved between threads.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		f.Run(quit, 24*time.Hour)
 	}()
 	// The floor stops before its socket closes.
