@@ -44,9 +44,10 @@ type Floor struct {
 	Spin bool
 	// YieldEvery, if positive, makes a spinning floor yield its OS
 	// thread (sched_yield) every YieldEvery empty polls, as ustack's
-	// workers do every 256: kernel work runnable on the floor's CPU
-	// (ksoftirqd, kworkers, the peer on a small machine) then runs
-	// within microseconds instead of at the next scheduler tick.
+	// workers do every 256, letting other threads runnable on its CPU
+	// in. Off by default: on a shared machine the yield hands the CPU
+	// to whatever else is runnable there, and the floor's round trip
+	// doubled with it (BenchmarkPrivilegedPingPong).
 	YieldEvery int
 	// Delay is busy-waited before each batch of echo replies (see
 	// Reflector.Delay).
@@ -295,14 +296,9 @@ type FloorConfig struct {
 	Delay time.Duration
 	// Fresh is Floor.Fresh: the TCP echo copies into fresh frames.
 	Fresh bool
-	// YieldEvery is Floor.YieldEvery: 0 means DefaultYieldEvery, a
-	// negative value never.
+	// YieldEvery is Floor.YieldEvery (0: never yield).
 	YieldEvery int
 }
-
-// DefaultYieldEvery is FloorConfig.YieldEvery's default: ustack's
-// spinning workers' osYield.
-const DefaultYieldEvery = 256
 
 // StartFloor opens an AF_XDP socket on queue 0 of the interface (in the
 // calling thread's namespace), steers cfg.Addr's ARP, its three UDP ports
@@ -349,9 +345,6 @@ func StartFloor(cfg FloorConfig) (_ *Floor, stop func(), err error) {
 	}
 	undo = append(undo, func() { prog.Close() })
 	f := &Floor{Responder: Responder{MAC: ifc.MAC, IP: cfg.Addr.As4()}, Sock: sock, Port: cfg.Port, MTU: ifc.MTU, Spin: true, Delay: cfg.Delay, Fresh: cfg.Fresh, YieldEvery: cfg.YieldEvery}
-	if f.YieldEvery == 0 {
-		f.YieldEvery = DefaultYieldEvery
-	}
 	done := make(chan struct{})
 	quit := make(chan struct{})
 	go func() {

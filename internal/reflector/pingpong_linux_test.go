@@ -23,7 +23,9 @@ import (
 // floor (floor-floor-tcp). It reports the median round trip and, for the
 // kernel's TCP, the segments its namespace sent and received per round
 // trip and the delayed and pure ACKs among them: what the kernel client
-// makes the floor do besides echoing.
+// makes the floor do besides echoing. The -yield256 variants run the
+// kernel clients against a floor that yields its thread as ustack's
+// workers do.
 func BenchmarkPrivilegedPingPong(b *testing.B) {
 	type variant struct {
 		name  string
@@ -48,10 +50,11 @@ func BenchmarkPrivilegedPingPong(b *testing.B) {
 			return reflector.DialTCP(p.Kernel.Link, netip.MustParseAddrPort("198.18.0.20:40000"), floor)
 		}, 0},
 	}
-	// The kernel clients against a floor that never yields its thread.
+	// The kernel clients against a floor that yields its thread every
+	// 256 empty polls, as ustack's workers do.
 	for _, v := range variants[:2] {
-		v.name += "-noyield"
-		v.yield = -1
+		v.name += "-yield256"
+		v.yield = 256
 		variants = append(variants, v)
 	}
 	for _, c := range variants {
