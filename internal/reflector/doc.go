@@ -9,8 +9,16 @@
 // state (Responder.Reply: the floor of a TCP ping-pong), and adds a sink
 // (datagrams counted and dropped) and a source (MTU-sized datagrams
 // streamed to a requester) on the next two ports: the bulk floors in each
-// direction. A Conn is the
-// same packet code at a client's end, one UDP flow on an AF_XDP socket as
-// a net.Conn, which drives a Floor for a round trip with no kernel stack
-// at either end.
+// direction. With Floor.Fresh its TCP echo copies each payload into a
+// fresh transmit frame behind a per-flow header template, checksum in
+// the copy, as a TCP must.
+//
+// The client ends are the same packet code on an AF_XDP socket of their
+// own: a Conn is one UDP flow as a net.Conn (floor-floor); a TCPConn one
+// TCP-shaped flow, segments cut into fresh frames with the timestamp
+// option and no handshake (floor-floor-tcp, against a Fresh floor); Rate
+// keeps many UDP flows' requests in flight from one socket (the request
+// rate ceiling); BlastXDP and CountStreamXDP drive the sink and the
+// source (the bulk ceilings, multi-buffer above a 3506-byte MTU). Blast
+// and CountStream drive them from kernel UDP sockets instead.
 package reflector

@@ -4,11 +4,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/ustack-dev/ustack/bpf"
 	"github.com/ustack-dev/ustack/xsk"
+	"golang.org/x/sys/unix"
 )
 
 // MaxStream bounds a stream the floor's source sends, whatever its
@@ -40,6 +42,13 @@ type Floor struct {
 	MTU int
 	// Spin busy-polls; otherwise the floor sleeps 20µs when idle.
 	Spin bool
+	// YieldEvery, if positive, makes a spinning floor yield its OS
+	// thread (sched_yield) every YieldEvery empty polls, as ustack's
+	// workers do every 256, letting other threads runnable on its CPU
+	// in. Off by default: on a shared machine the yield hands the CPU
+	// to whatever else is runnable there, and the floor's round trip
+	// doubled with it (BenchmarkPrivilegedPingPong).
+	YieldEvery int
 	// Delay is busy-waited before each batch of echo replies (see
 	// Reflector.Delay).
 	Delay time.Duration
@@ -96,6 +105,7 @@ func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 	fresh := make([]xsk.Desc, 0, 64) // transmit frames (Fresh)
 	drop := make([]xsk.Desc, 0, 64)
 	var flows *freshFlows
+	inChain := false // the last frame received had OptContd
 	if f.Fresh {
 		flows = new(freshFlows)
 	}
@@ -116,8 +126,11 @@ func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 		n := f.Sock.Receive(descs)
 		if n == 0 {
 			f.Sock.Refill()
-			if !f.Spin {
+			switch {
+			case !f.Spin:
 				time.Sleep(20 * time.Microsecond)
+			case f.YieldEvery > 0 && idle%f.YieldEvery == f.YieldEvery-1:
+				unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			}
 			continue
 		}
@@ -134,6 +147,20 @@ func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 		}
 		for _, d := range descs[:n] {
 			fr := u.Data(d)
+			if head := !inChain; inChain || d.Options&xsk.OptContd != 0 {
+				// A datagram in a chain of frames (multi-buffer):
+				// counted at its head if it is for the sink,
+				// dropped whole otherwise.
+				inChain = d.Options&xsk.OptContd != 0
+				if head {
+					if _, dst, m, ok := udpHead(fr); ok && dst == netip.AddrPortFrom(f.ip(), f.Port+1) {
+						sunk++
+						sunkBytes += int64(m)
+					}
+				}
+				drop = append(drop, d)
+				continue
+			}
 			p, ok := parseUDP4(fr)
 			switch {
 			case ok && p.dst.Addr() == f.ip() && p.dst.Port() == f.Port+1:
@@ -232,8 +259,9 @@ func (f *Floor) balance(n int) {
 func (f *Floor) ip() netip.Addr { return netip.AddrFrom4(f.IP) }
 
 // stream sends MTU-sized datagrams to req's sender for d: each a copy of
-// one template into a transmit frame, 64 to a kick, as a stack's transmit
-// path would write them.
+// one template into transmit frames (a chain of them above a 3506-byte
+// MTU), 64 descriptors to a kick, as a stack's transmit path would write
+// them (sendLoop).
 func (f *Floor) stream(req udp4, d time.Duration, stop <-chan struct{}, deadline time.Time) {
 	mtu := f.MTU
 	if mtu == 0 {
@@ -246,47 +274,14 @@ func (f *Floor) stream(req udp4, d time.Duration, stop <-chan struct{}, deadline
 	tmpl := make([]byte, udpFrame+len(payload))
 	n := writeUDP4(tmpl, req.srcMAC, f.MAC, netip.AddrPortFrom(f.ip(), f.Port+2), req.src, payload)
 	tmpl = tmpl[:n]
-	u := f.Sock.UMEM()
 	// Reflected frames go back to receiving before the transmit pool is
-	// used for the stream, whose frames come back through Complete.
-	f.Sock.CompleteToFill()
-	batch := make([]xsk.Desc, 0, 64)
-	rx := make([]xsk.Desc, 64)
-	var queued, completed int
+	// used for the stream, whose frames come back through Complete
+	// (sendLoop waits for them all).
+	if !f.Fresh {
+		f.Sock.CompleteToFill()
+	}
 	until := time.Now().Add(d)
-	for i := 0; ; i++ {
-		if i%16 == 0 && (time.Now().After(until) || Done(stop, deadline)) {
-			break
-		}
-		completed += f.Sock.Complete()
-		batch = batch[:0]
-		for len(batch) < cap(batch) {
-			a, ok := f.Sock.Alloc()
-			if !ok {
-				break
-			}
-			copy(u.Frame(a), tmpl)
-			batch = append(batch, xsk.Desc{Addr: a, Len: uint32(len(tmpl))})
-		}
-		q := f.Sock.Enqueue(batch)
-		for _, d := range batch[q:] {
-			f.Sock.Free(d.Addr)
-		}
-		queued += q
-		if err := f.Sock.Kick(); err != nil {
-			break
-		}
-		// Whatever arrives meanwhile (ARP) is dropped.
-		if m := f.Sock.Receive(rx); m > 0 {
-			f.Sock.Recycle(rx[:m])
-		}
-	}
-	// Every stream frame back in the transmit pool before echo replies
-	// use CompleteToFill again.
-	for t0 := time.Now(); completed < queued && time.Since(t0) < time.Second; {
-		f.Sock.Kick()
-		completed += f.Sock.Complete()
-	}
+	sendLoop(f.Sock, tmpl, func() bool { return time.Now().After(until) || Done(stop, deadline) })
 }
 
 // FloorConfig configures StartFloor.
@@ -301,12 +296,16 @@ type FloorConfig struct {
 	Delay time.Duration
 	// Fresh is Floor.Fresh: the TCP echo copies into fresh frames.
 	Fresh bool
+	// YieldEvery is Floor.YieldEvery (0: never yield).
+	YieldEvery int
 }
 
 // StartFloor opens an AF_XDP socket on queue 0 of the interface (in the
-// calling thread's namespace), steers cfg.Addr's ARP, its three UDP
-// ports and its TCP echo port to it with ustack's XDP program in native
-// mode, and runs a spinning Floor on it. The returned function stops the
+// calling thread's namespace), steers cfg.Addr's ARP, its three UDP ports
+// and its TCP echo port to it with ustack's XDP program in native mode,
+// and runs a spinning Floor on it. Above a 3506-byte MTU the socket is
+// multi-buffer: the sink and the source take and send datagrams as chains
+// of frames (the echoes answer single frames only). The returned function stops the
 // floor and releases everything; on error nothing is left behind.
 func StartFloor(cfg FloorConfig) (_ *Floor, stop func(), err error) {
 	ifc, err := xsk.LookupInterface(cfg.Interface)
@@ -329,7 +328,7 @@ func StartFloor(cfg FloorConfig) (_ *Floor, stop func(), err error) {
 		return nil, nil, err
 	}
 	undo = append(undo, func() { umem.Close() })
-	sock, err := xsk.Open(umem, xsk.Config{Interface: cfg.Interface})
+	sock, err := xsk.Open(umem, xsk.Config{Interface: cfg.Interface, MultiBuffer: needsMultiBuffer(ifc.MTU)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -345,11 +344,15 @@ func StartFloor(cfg FloorConfig) (_ *Floor, stop func(), err error) {
 		return nil, nil, fmt.Errorf("steer %s to the floor: %w", ifc.Name, err)
 	}
 	undo = append(undo, func() { prog.Close() })
-	f := &Floor{Responder: Responder{MAC: ifc.MAC, IP: cfg.Addr.As4()}, Sock: sock, Port: cfg.Port, MTU: ifc.MTU, Spin: true, Delay: cfg.Delay, Fresh: cfg.Fresh}
+	f := &Floor{Responder: Responder{MAC: ifc.MAC, IP: cfg.Addr.As4()}, Sock: sock, Port: cfg.Port, MTU: ifc.MTU, Spin: true, Delay: cfg.Delay, Fresh: cfg.Fresh, YieldEvery: cfg.YieldEvery}
 	done := make(chan struct{})
 	quit := make(chan struct{})
 	go func() {
 		defer close(done)
+		// One thread for the spinning loop, as ustack's workers have:
+		// the goroutine is never moved between threads.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		f.Run(quit, 24*time.Hour)
 	}()
 	// The floor stops before its socket closes.
