@@ -99,7 +99,7 @@ func parseFlags(args []string) (options, error) {
 	pipeline := fs.Int("pipeline", 1, "requests in flight per connection for the rate workload")
 	runs := fs.Int("runs", 1, "repeat every measurement this many times and report medians")
 	out := fs.String("out", "results", "`directory` for results.json and the plots")
-	mtu := fs.Int("mtu", 1500, "the veth pair's `MTU` (up to 9000); above 3506, frames span UMEM frames (multi-buffer AF_XDP) and only kernel and ustack contenders run: the raw AF_XDP floors and gvisor-xdp have no multi-buffer path")
+	mtu := fs.Int("mtu", 1500, "the veth pair's `MTU` (up to 9000); above 3506, frames span UMEM frames (multi-buffer AF_XDP): gvisor-xdp and floor-asavie, which have no multi-buffer path, do not run")
 	kernelGRO := fs.Bool("kernel-gro", false, "turn GRO on at the client's (kernel) veth end, as behind a NIC: the kernel then coalesces what ustack sends")
 	contenders := fs.String("contenders", "", "comma-separated `contenders` to run (kernel always runs, as the reference; default: the contenders of record, "+strings.Join(recordNames(), ", ")+")")
 	all := fs.Bool("all", false, "run every contender, the contenders of record and the rest: "+strings.Join(extraNames(), ", "))
@@ -191,7 +191,7 @@ func parseFlags(args []string) (options, error) {
 		// cannot run: named ones are an error, the default set skips them.
 		kept := o.contenders[:0]
 		for _, name := range o.contenders {
-			if c := contenderByName(name); c.Server == "ustack" || strings.HasPrefix(c.Server, "kernel") {
+			if c := contenderByName(name); c.Server == "ustack" || c.Server == "floor" || strings.HasPrefix(c.Server, "kernel") {
 				kept = append(kept, name)
 			} else if *contenders != "" {
 				return o, fmt.Errorf("-contenders: %s cannot run at -mtu %d (its AF_XDP code has no multi-buffer frames; at most %d)", name, o.mtu, singleFrameMTU)

@@ -316,7 +316,19 @@ func clientMain(args []string) error {
 			// The pause lets the parent's reset reach the floor first.
 			mark("START")
 			time.Sleep(50 * time.Millisecond)
-			n, err := reflector.Blast(ctx, reflector.Dialer(dial), *bulkAddr, *size, *duration)
+			blast := func() (int64, error) {
+				return reflector.Blast(ctx, reflector.Dialer(dial), *bulkAddr, *size, *duration)
+			}
+			if *dialKind == "floor" {
+				blast = func() (int64, error) {
+					remote, err := netip.ParseAddrPort(*bulkAddr)
+					if err != nil {
+						return 0, err
+					}
+					return reflector.BlastXDP(ctx, *iface, netip.AddrPortFrom(clientUstackIPv4, floorClientPort), remote, *size, *duration)
+				}
+			}
+			n, err := blast()
 			mark("END")
 			if err != nil {
 				return err
@@ -344,8 +356,20 @@ func clientMain(args []string) error {
 		res.Count, res.Seconds = r.Count, r.Seconds
 	case "bulk-s2c":
 		if *proto == "udp" {
+			count := func() (reflector.Count, error) {
+				return reflector.CountStream(ctx, reflector.Dialer(dial), *sourceAddr, *duration)
+			}
+			if *dialKind == "floor" {
+				count = func() (reflector.Count, error) {
+					remote, err := netip.ParseAddrPort(*sourceAddr)
+					if err != nil {
+						return reflector.Count{}, err
+					}
+					return reflector.CountStreamXDP(ctx, *iface, netip.AddrPortFrom(clientUstackIPv4, floorClientPort), remote, *duration)
+				}
+			}
 			mark("START")
-			r, err := reflector.CountStream(ctx, reflector.Dialer(dial), *sourceAddr, *duration)
+			r, err := count()
 			mark("END")
 			if err != nil {
 				return err

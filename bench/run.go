@@ -101,8 +101,15 @@ var allContenders = []contender{
 	// blasts at it (bulk) and streams MTU-sized datagrams to one that
 	// only counts (bulk-s2c); floor-floor has the same packet code at
 	// the client's end too.
-	{Name: "floor", Record: true, Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: []string{"pingpong", "bulk", "bulk-s2c"}},
-	{Name: "floor-floor", Record: true, Server: "floor", Client: "floor", Proto: "udp", Target: "ustack", Workloads: pingpongRate},
+	{Name: "floor", Record: true, Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: pingpongOnly},
+	// floor-floor: AF_XDP at both ends. Its bulk is the copy-mode
+	// ceiling each way: an AF_XDP client blasting MTU-sized datagrams
+	// into the floor's sink (reflector.BlastXDP), and the floor's
+	// source streaming them to an AF_XDP client that counts
+	// (reflector.CountStreamXDP); multi-buffer frames above MTU 3506.
+	// (A kernel UDP socket's blast, as the floor had, is bounded by
+	// the kernel's per-datagram cost: ustack's TCP bulk beat it.)
+	{Name: "floor-floor", Record: true, Server: "floor", Client: "floor", Proto: "udp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk", "bulk-s2c"}},
 	// floor-floor-tcp: TCP-shaped at both ends, still without state:
 	// each segment cut into a fresh frame from a header template with
 	// the timestamp option, its checksum computed in the copy, and
@@ -195,7 +202,7 @@ func floorOf(c contender, workload string) string {
 			return "floor-tcp"
 		}
 	case "bulk", "bulk-s2c":
-		return "floor"
+		return "floor-floor"
 	}
 	return ""
 }
@@ -360,8 +367,8 @@ type machine struct {
 }
 
 // singleFrameMTU is the largest MTU whose frames fit one 4 KiB UMEM
-// frame after the kernel's RX headroom; above it ustack uses multi-buffer
-// AF_XDP, which the floors' and gvisor-xdp's AF_XDP code lacks.
+// frame after the kernel's RX headroom; above it ustack and the floors
+// use multi-buffer AF_XDP, which gvisor-xdp's and asavie's code lacks.
 const singleFrameMTU = 3506
 
 // contenderByName returns the contender called name (zero if none).
@@ -537,7 +544,7 @@ func measurements(c contender, o options) []result {
 		case "bulk", "bulk-s2c":
 			size := 256 << 10 // per write
 			if c.Proto == "udp" {
-				size = reflector.MaxUDPPayload(1500) // per datagram
+				size = reflector.MaxUDPPayload(o.mtu) // per datagram
 			}
 			ms = append(ms, result{Contender: c.Name, Workload: w, Size: size})
 		case "qp-bw":
