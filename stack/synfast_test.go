@@ -154,6 +154,28 @@ func TestScriptSynOnWorkerAuto(t *testing.T) {
 	}
 }
 
+// TestScriptSynOnWorkerPressure: with SynCookies "auto" and half-open
+// connections to spare, a worker that has fallen behind (half its
+// receive frames waiting on the RX ring; here the threshold lowered to
+// none) answers a listener's SYN itself with a cookie, counted as
+// answered under pressure, and the cookie's ACK makes the connection.
+func TestScriptSynOnWorkerPressure(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Timestamps: true, WScale: 7})
+	ln := p.listen()
+	p.s.ep.SetRxPressure(0)
+	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
+	p.Send(seg{Flags: "S", Seq: 0, TSval: 5000, TSecr: 1})
+	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+	accepted := p.start(ln.Accept) // after the SYN (see above)
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
+	accepted("ustack accepted no connection from the cookie's ACK")
+	st := p.s.Stats()
+	if st.TCPSynsOnWorker != 1 || st.TCPSynsOnWorkerPressure != 1 || st.TCPSynMissCookie != 0 || st.TCPSynCookiesValidated != 1 {
+		t.Fatalf("%d SYNs answered on the worker (%d under pressure), %d left for want of cookies, %d cookies validated; want 1 (1), 0, 1",
+			st.TCPSynsOnWorker, st.TCPSynsOnWorkerPressure, st.TCPSynMissCookie, st.TCPSynCookiesValidated)
+	}
+}
+
 // TestScriptSynOnWorkerFullAcceptQueue: a listener whose accept queue is
 // full drops a SYN unanswered, on the worker as in netstack's listener
 // (counted in both), and answers again once the application accepts.

@@ -258,10 +258,18 @@ func (f *Demux) answerSyn(q *queue, frame []byte, ipLen int, th header.TCP, id *
 	// The TCP header first, outside the TX lock that writers of replies
 	// take (the cookie's hashes are the longest part of the answer).
 	var hdr [header.TCPHeaderMaximumSize]byte
-	syn, v := ep.AnswerSyn(*id, f.nic, th, hdr[:])
+	// Falling behind, the worker answers with a cookie whatever the
+	// listener's backlog: a SYN a frame or two back in a burst costs a
+	// tenth of netstack's half-open connection, and the burst's later
+	// frames find the fill ring fed.
+	pressure := int64(q.io.RxBacklog()) >= q.rxPressure.Load()
+	syn, v := ep.AnswerSyn(*id, f.nic, th, hdr[:], pressure)
 	q.synFast[v].Add(1)
 	if v != tcp.SynAnswered {
 		return v == tcp.SynDropped
+	}
+	if pressure {
+		q.synPressure.Add(1)
 	}
 	l4 := ethHeaderLen + ipLen
 	q.txMu.Lock()

@@ -2,6 +2,7 @@ package link
 
 import (
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,7 +66,14 @@ type queue struct {
 	// synFast counts the verdicts on the SYNs early demux offered a
 	// listener to answer on the worker (tcp.SynVerdict, then
 	// SynMissRoute).
-	synFast [tcp.NumSynVerdicts + 1]atomic.Uint64
+	synFast [NumSynVerdicts]atomic.Uint64
+	// synPressure counts the SYNs the worker answered with a cookie
+	// while rxPressure frames or more waited on the RX ring.
+	synPressure atomic.Uint64
+	// rxPressure is the RX backlog at which the worker answers every
+	// listener's SYN with a cookie (Options.RxFrames / 2; tests set it
+	// with SetRxPressure).
+	rxPressure atomic.Int64
 	// flows is early demux's cache of established connections.
 	flows flowCache
 	// flags are the kick protocol's (kick.go).
@@ -106,6 +114,10 @@ type Options struct {
 	NoTxChecksum bool
 	NoGSO        bool
 	Trace        bool // record the latency breakdown
+	// RxFrames is how many frames each queue receives into: once half
+	// of them wait on the RX ring, the worker answers listeners' SYNs
+	// with cookies (0: never for that reason).
+	RxFrames uint32
 }
 
 // Endpoint is the netstack link endpoint over a set of queues, with a
@@ -161,6 +173,10 @@ func New(ios []frameio.IO, o Options) *Endpoint {
 	}
 	for _, io := range ios {
 		q := &queue{io: io, trace: e.trace, groSegs: make([]offload.Seg, 0, BatchSize)}
+		q.rxPressure.Store(int64(o.RxFrames / 2))
+		if o.RxFrames == 0 {
+			q.rxPressure.Store(math.MaxInt64)
+		}
 		q.deferred.work = make([]gstack.DeferredWork, 0, BatchSize)
 		e.queues = append(e.queues, q)
 	}
@@ -340,6 +356,10 @@ type Counters struct {
 	// listener to answer on the worker (tcp.SynVerdict, then
 	// SynMissRoute).
 	Syn [NumSynVerdicts]uint64
+	// SynPressure counts the SYNs of Syn[tcp.SynAnswered] the worker
+	// answered with a cookie because half its receive frames waited on
+	// the RX ring.
+	SynPressure uint64
 }
 
 // Counters returns a snapshot of queue i's counters.
@@ -359,7 +379,16 @@ func (e *Endpoint) Counters(i int) Counters {
 	for j := range c.Syn {
 		c.Syn[j] = q.synFast[j].Load()
 	}
+	c.SynPressure = q.synPressure.Load()
 	return c
+}
+
+// SetRxPressure sets the RX backlog at which every queue's worker answers
+// listeners' SYNs with cookies (tests only).
+func (e *Endpoint) SetRxPressure(frames int) {
+	for _, q := range e.queues {
+		q.rxPressure.Store(int64(frames))
+	}
 }
 
 // SetBetweenRxBatches has the workers call f between the RX batches of a
