@@ -74,7 +74,7 @@ var (
 		help:   "Bytes handlers got from the receive queue rather than from the frame, by reason, as they arrive there: slow (netstack's ordinary path: a fast-path miss or data out of order), behind (earlier bytes still queued), refused (the stream busy or closing), large (a coalesced segment past 64 KiB), before (queued before the stream was set up).",
 		labels: []string{"reason"}}
 	famSynMisses = &family{name: "tcp_syn_misses_total",
-		help:   "SYNs to a listener the worker left to netstack's listener (Config.NoFastPath), by reason: cookie (SynCookies auto with half-open connections to spare, worker not behind), busy (listener locked elsewhere, no TX frame), route (peer off ustack's on-link prefixes), other (listener shutting down, IP settings).",
+		help:   "SYNs to a listener the worker left to netstack's listener (Config.NoFastPath), by reason: cookie (SynCookies auto with half-open connections to spare, worker not behind), busy (listener locked elsewhere, no TX frame), route (peer off ustack's on-link prefixes with no default router of its family), unresolved (off-link peer, router's MAC not resolved yet), other (listener shutting down, IP settings).",
 		labels: []string{"reason"}}
 	famSteering = &family{name: "steering_packets_total",
 		help:   "Packets the XDP steering program classified, by verdict reason.",
@@ -184,6 +184,7 @@ var statsExports = map[string]export{
 	"TCPSynMissBusy":          {series: []series{shared(famSynMisses, "busy")}},
 	"TCPSynMissRoute":         {series: []series{shared(famSynMisses, "route")}},
 	"TCPSynMissOther":         {series: []series{shared(famSynMisses, "other")}},
+	"TCPSynMissUnresolved":    {series: []series{shared(famSynMisses, "unresolved")}},
 
 	"TCPDirectMissSize":       {series: []series{shared(famDirectMisses, "size")}},
 	"TCPDirectMissRoute":      {series: []series{shared(famDirectMisses, "route")}},

@@ -57,7 +57,11 @@ type Config struct {
 	// (for example 198.18.0.10/24 and 2001:2::10/64). At least one. They
 	// must not be the kernel's own addresses on the interface.
 	Addrs []netip.Prefix
-	// Gateway4 and Gateway6 are optional default routers.
+	// Gateway4 and Gateway6 are optional default routers. A SYN from a
+	// peer off Addrs' prefixes is answered on the worker through its
+	// family's router, at the MAC netstack's neighbour cache holds for
+	// it (Stats.TCPSynMissRoute and TCPSynMissUnresolved count those
+	// left to netstack for want of one).
 	Gateway4, Gateway6 netip.Addr
 	// Queues is how many interface queues to serve, each with an AF_XDP
 	// socket and a worker (default 1; at most the interface's RX queues).

@@ -24,6 +24,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/child"
@@ -56,6 +57,7 @@ func main() {
 // stackFlags are the flags that configure ustack.
 type stackFlags struct {
 	which, iface, addrs, poll  string
+	gateways                   string
 	queues                     int
 	rxRing, umemMiB            uint
 	pin                        bool
@@ -67,6 +69,7 @@ func (f *stackFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.which, "stack", "ustack", "`stack` to use: ustack or kernel")
 	fs.StringVar(&f.iface, "iface", "", "interface ustack attaches to (-stack ustack)")
 	fs.StringVar(&f.addrs, "addr", "", "comma-separated `prefixes` ustack owns, e.g. 198.18.0.10/24,2001:2::10/64 (-stack ustack)")
+	fs.StringVar(&f.gateways, "gateway", "", "comma-separated default router `addresses`, at most one IPv4 and one IPv6 (-stack ustack)")
 	fs.StringVar(&f.poll, "poll", "adaptive", "worker polling `policy`: spin, adaptive or blocking")
 	fs.IntVar(&f.queues, "queues", 1, "interface queues (and workers) ustack serves")
 	fs.UintVar(&f.rxRing, "rx-ring", 0, "`size` of each queue's RX and fill rings, and its receive frames (0: stack.Config's default)")
@@ -109,8 +112,24 @@ func (f *stackFlags) config() (stack.Config, error) {
 	if f.umemMiB > 1<<12 {
 		return stack.Config{}, fmt.Errorf("-umem %d: too large", f.umemMiB)
 	}
-	return stack.Config{Interface: f.iface, Addrs: prefixes, Poll: poll, Queues: f.queues, Pin: f.pin, RxRingSize: uint32(f.rxRing), UMEMSize: int(f.umemMiB) << 20,
-		NoTxChecksum: f.noTxChecksum, NoGSO: f.noGSO, NoGRO: f.noGRO, CongestionControl: f.cc, SynCookies: f.synCookies}, nil
+	cfg := stack.Config{Interface: f.iface, Addrs: prefixes, Poll: poll, Queues: f.queues, Pin: f.pin, RxRingSize: uint32(f.rxRing), UMEMSize: int(f.umemMiB) << 20,
+		NoTxChecksum: f.noTxChecksum, NoGSO: f.noGSO, NoGRO: f.noGRO, CongestionControl: f.cc, SynCookies: f.synCookies}
+	if f.gateways != "" {
+		for _, s := range strings.Split(f.gateways, ",") {
+			gw, err := netip.ParseAddr(strings.TrimSpace(s))
+			if err != nil {
+				return stack.Config{}, fmt.Errorf("-gateway: %w", err)
+			}
+			if gw.Is4() && !cfg.Gateway4.IsValid() {
+				cfg.Gateway4 = gw
+			} else if gw.Is6() && !gw.Is4In6() && !cfg.Gateway6.IsValid() {
+				cfg.Gateway6 = gw
+			} else {
+				return stack.Config{}, fmt.Errorf("-gateway %q: want at most one IPv4 and one IPv6 address", f.gateways)
+			}
+		}
+	}
+	return cfg, nil
 }
 
 func checkRoot() error {
