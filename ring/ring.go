@@ -131,6 +131,14 @@ func (c *Consumer[T]) Available() uint32 {
 	return n
 }
 
+// Backlog returns how many filled descriptors wait to be peeked, reading
+// the producer's index afresh.
+func (c *Consumer[T]) Backlog() uint32 {
+	// Acquire load, as in Available.
+	c.cachedProd = c.s.producer.Load()
+	return c.cachedProd - c.cachedCons
+}
+
 // Peek claims up to n filled descriptors for reading and returns the index
 // of the first and how many were claimed (possibly 0 when the ring is
 // empty). The caller reads them through At and then hands the slots back to

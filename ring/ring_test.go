@@ -265,3 +265,25 @@ func BenchmarkThroughput(b *testing.B) {
 	<-done
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mdesc/s")
 }
+
+// TestBacklog: Backlog counts what waits past the consumer's claims,
+// seeing submissions its cached index has not, across the wrap.
+func TestBacklog(t *testing.T) {
+	p, c := newAt[uint64](t, 8, 1<<32-3)
+	if n := c.Backlog(); n != 0 {
+		t.Fatalf("empty ring: backlog %d", n)
+	}
+	_, n := p.Reserve(5)
+	p.Submit(n)
+	if _, got := c.Peek(2); got != 2 {
+		t.Fatalf("peeked %d, want 2", got)
+	}
+	if n := c.Backlog(); n != 3 {
+		t.Fatalf("backlog %d after peeking 2 of 5, want 3", n)
+	}
+	_, n = p.Reserve(2)
+	p.Submit(n)
+	if n := c.Backlog(); n != 5 {
+		t.Fatalf("backlog %d after 2 more, want 5", n)
+	}
+}

@@ -57,7 +57,11 @@ type Config struct {
 	// (for example 198.18.0.10/24 and 2001:2::10/64). At least one. They
 	// must not be the kernel's own addresses on the interface.
 	Addrs []netip.Prefix
-	// Gateway4 and Gateway6 are optional default routers.
+	// Gateway4 and Gateway6 are optional default routers. A SYN from a
+	// peer off Addrs' prefixes is answered on the worker through its
+	// family's router, at the MAC netstack's neighbour cache holds for
+	// it (Stats.TCPSynMissRoute and TCPSynMissUnresolved count those
+	// left to netstack for want of one).
 	Gateway4, Gateway6 netip.Addr
 	// Queues is how many interface queues to serve, each with an AF_XDP
 	// socket and a worker (default 1; at most the interface's RX queues).
@@ -69,24 +73,38 @@ type Config struct {
 	// SpinBudget is how long an Adaptive worker keeps busy-polling after
 	// the last packet before it blocks (default 200µs).
 	SpinBudget time.Duration
+	// UMEMSize is the packet memory each queue maps and registers with
+	// the kernel, which pins all of it (charged to RLIMIT_MEMLOCK) and
+	// keeps it resident: RingSize frames of it for transmitting, the
+	// rest for receiving (default 16 MiB: at MTU 1500, 1024 frames of
+	// 2 KiB to transmit and 7,168 to receive). It is rounded down to a
+	// whole number of frames. A burst is absorbed by the worker's speed,
+	// not by frames held: once half of the receive frames wait on the RX
+	// ring, the worker answers every SYN to a listener itself with a SYN
+	// cookie (Stats.TCPSynsOnWorkerPressure), as it does under
+	// SynCookies "always", instead of leaving it to netstack's listener
+	// and its half-open connection (about ten times the work). Measured
+	// with 10,000 connections opened at once by a Python asyncio client,
+	// each echoing 32 bytes (AMD EPYC, 2 vCPUs shared with other work;
+	// cmd/ustack-echo TestPrivilegedBurstConnects, at the
+	// default, three runs): the net.Conn server dropped 0, 9,673 and
+	// 43,690 frames, the handler server 0, 0 and 975, in the phase of the
+	// handshakes' last ACKs, not the SYNs' (docs/known-issues.md); set
+	// 64 MiB where such bursts are expected.
+	// Stack.UMEMSize reports it.
+	UMEMSize int
 	// RingSize is the size of the TX and completion rings, and the
 	// number of frames set aside for transmitting (default 1024).
 	RingSize uint32
-	// RxRingSize is the size of the RX and fill rings, and the number of
-	// frames set aside for receiving (default 16384, 64 MiB of 4096-byte
-	// frames per queue): a burst (thousands of clients connecting at
-	// once) waits in the RX ring for the worker instead of finding the
-	// fill ring empty and being dropped, at which point each dropped SYN
-	// or segment costs its client a retransmission timeout. Measured with
-	// 10,000 connections opened at once by a Python asyncio client, each
-	// echoing 32 bytes (AMD EPYC, 2 vCPUs; cmd/ustack-echo
-	// TestPrivilegedBurstConnects): against `ustack-echo server -handler`
-	// 12,160 frames dropped with 2048, 4,798 with 4096, none with 8192;
-	// against the net.Conn server, whose goroutine per connection
-	// competes with the worker for the CPUs, 262 to 814 with 8192 (five
-	// runs, 0 to 1,380 client retransmissions), none with 16384.
+	// RxRingSize is the size of the RX and fill rings (default: the
+	// power of two that holds every receive frame UMEMSize leaves). Set
+	// without UMEMSize, it is also the number of receive frames, and
+	// UMEMSize is (RxRingSize + RingSize) × FrameSize.
 	RxRingSize uint32
-	// FrameSize is the UMEM frame size, 2048 or 4096 (default 4096).
+	// FrameSize is the UMEM frame size, 2048 or 4096 (default: 2048 when
+	// an MTU-sized frame fits one, with the kernel's 256 bytes of
+	// headroom, that is an MTU up to 1778; 4096 above). A frame larger
+	// than a UMEM frame comes and goes as a chain of frames.
 	FrameSize uint32
 	// ForceGenericXDP attaches the steering program in generic mode
 	// instead of trying native mode first.
@@ -227,12 +245,6 @@ func (c *Config) setDefaults() {
 	if c.RingSize == 0 {
 		c.RingSize = 1024
 	}
-	if c.RxRingSize == 0 {
-		c.RxRingSize = 16384
-	}
-	if c.FrameSize == 0 {
-		c.FrameSize = 4096
-	}
 	if c.TCPSendBuffer == 0 {
 		c.TCPSendBuffer = 1 << 20
 	}
@@ -289,11 +301,14 @@ func (c *Config) validate() error {
 	if c.RingSize < 64 || c.RingSize&(c.RingSize-1) != 0 || c.RingSize > 16384 {
 		return fmt.Errorf("%w: ring size %d is not a power of two in [64, 16384]", ErrConfig, c.RingSize)
 	}
-	if c.RxRingSize < 64 || c.RxRingSize&(c.RxRingSize-1) != 0 || c.RxRingSize > 65536 {
+	if c.RxRingSize != 0 && (c.RxRingSize < 64 || c.RxRingSize&(c.RxRingSize-1) != 0 || c.RxRingSize > 65536) {
 		return fmt.Errorf("%w: rx ring size %d is not a power of two in [64, 65536]", ErrConfig, c.RxRingSize)
 	}
-	if c.FrameSize != 2048 && c.FrameSize != 4096 {
+	if c.FrameSize != 0 && c.FrameSize != 2048 && c.FrameSize != 4096 {
 		return fmt.Errorf("%w: frame size %d is not 2048 or 4096", ErrConfig, c.FrameSize)
+	}
+	if c.UMEMSize < 0 || c.UMEMSize > maxUMEMSize {
+		return fmt.Errorf("%w: umem size %d outside [0, %d]", ErrConfig, c.UMEMSize, maxUMEMSize)
 	}
 	if c.TCPSendBuffer < 4096 || c.TCPReceiveBuffer < 4096 {
 		return fmt.Errorf("%w: tcp buffers under 4096 bytes", ErrConfig)
@@ -325,4 +340,64 @@ func (c *Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// DefaultUMEMSize is the default Config.UMEMSize: the packet memory one
+// queue pins.
+const DefaultUMEMSize = 16 << 20
+
+// maxUMEMSize bounds Config.UMEMSize: 65,536 receive frames and 16,384
+// transmit frames of 4 KiB, the largest rings Config takes.
+const maxUMEMSize = (65536 + 16384) * 4096
+
+// xdpPacketHeadroom is the headroom the kernel leaves in front of a
+// packet in each UMEM frame (XDP_PACKET_HEADROOM).
+const xdpPacketHeadroom = 256
+
+// umemLayout is how one queue's UMEM is cut into frames.
+type umemLayout struct {
+	frameSize          uint32
+	rxFrames, txFrames uint32
+	rxRing             uint32 // the RX and fill rings' size
+}
+
+// size is the UMEM bytes per queue.
+func (l umemLayout) size() int { return int(l.rxFrames+l.txFrames) * int(l.frameSize) }
+
+// layout fills in FrameSize, RxRingSize and UMEMSize for a link of the
+// given MTU (setDefaults and validate done) and returns the receive and
+// transmit frames per queue.
+func (c *Config) layout(mtu uint32) (umemLayout, error) {
+	if c.FrameSize == 0 {
+		c.FrameSize = 4096
+		if mtu+ethHeaderLen <= 2048-xdpPacketHeadroom {
+			c.FrameSize = 2048
+		}
+	}
+	if c.UMEMSize == 0 {
+		c.UMEMSize = DefaultUMEMSize
+		if c.RxRingSize != 0 {
+			c.UMEMSize = int(c.RxRingSize+c.RingSize) * int(c.FrameSize)
+		}
+	}
+	frames := c.UMEMSize / int(c.FrameSize)
+	if frames < int(c.RingSize)+64 {
+		return umemLayout{}, fmt.Errorf("%w: umem size %d holds %d frames of %d bytes, not the %d transmit frames and 64 to receive", ErrConfig, c.UMEMSize, frames, c.FrameSize, c.RingSize)
+	}
+	l := umemLayout{frameSize: c.FrameSize, txFrames: c.RingSize, rxFrames: uint32(frames) - c.RingSize}
+	if c.RxRingSize == 0 {
+		c.RxRingSize = 64
+		for c.RxRingSize < l.rxFrames && c.RxRingSize < 65536 {
+			c.RxRingSize <<= 1
+		}
+	}
+	// The fill ring must hold every receive frame, and half of it at least
+	// must be filled (xsk.Open).
+	l.rxFrames = min(l.rxFrames, c.RxRingSize)
+	if l.rxFrames < c.RxRingSize/2 {
+		return umemLayout{}, fmt.Errorf("%w: umem size %d leaves %d receive frames, under half of the %d-entry fill ring", ErrConfig, c.UMEMSize, l.rxFrames, c.RxRingSize)
+	}
+	l.rxRing = c.RxRingSize
+	c.UMEMSize = l.size()
+	return l, nil
 }

@@ -512,6 +512,71 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// TestConfigUMEMLayout: the UMEM a queue pins, as Config lays it out for
+// an MTU: 2 KiB frames where an MTU-sized frame fits one, DefaultUMEMSize
+// by default with RingSize frames of it to transmit, the old sizing when
+// only RxRingSize is given, and an error when the UMEM cannot hold the
+// rings.
+func TestConfigUMEMLayout(t *testing.T) {
+	good := []netip.Prefix{netip.MustParsePrefix("198.18.0.10/24")}
+	for _, tc := range []struct {
+		name                       string
+		cfg                        Config
+		mtu                        uint32
+		frame, rx, tx, ring, bytes int
+	}{
+		{"default-1500", Config{}, 1500, 2048, 7168, 1024, 8192, DefaultUMEMSize},
+		{"default-1778", Config{}, 1778, 2048, 7168, 1024, 8192, DefaultUMEMSize},
+		{"default-1779", Config{}, 1779, 4096, 3072, 1024, 4096, DefaultUMEMSize},
+		{"default-9000", Config{}, 9000, 4096, 3072, 1024, 4096, DefaultUMEMSize},
+		{"4-MiB", Config{UMEMSize: 4 << 20}, 1500, 2048, 1024, 1024, 1024, 4 << 20},
+		{"odd-size", Config{UMEMSize: 4<<20 + 1000}, 1500, 2048, 1024, 1024, 1024, 4 << 20},
+		{"rx-ring-only", Config{RxRingSize: 128, RingSize: 64}, 1500, 2048, 128, 64, 128, 192 * 2048},
+		{"rx-ring-4k", Config{RxRingSize: 16384, FrameSize: 4096}, 1500, 4096, 16384, 1024, 16384, 17408 * 4096},
+		{"both", Config{UMEMSize: 8 << 20, RxRingSize: 4096}, 1500, 2048, 3072, 1024, 4096, 8 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.cfg
+			c.Addrs = good
+			c.setDefaults()
+			if err := c.validate(); err != nil {
+				t.Fatal(err)
+			}
+			l, err := c.layout(tc.mtu)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int(l.frameSize) != tc.frame || int(l.rxFrames) != tc.rx || int(l.txFrames) != tc.tx || int(c.RxRingSize) != tc.ring || c.UMEMSize != tc.bytes || l.size() != tc.bytes {
+				t.Errorf("frames of %d bytes, %d rx, %d tx, rx ring %d, %d bytes; want %d, %d, %d, %d, %d",
+					l.frameSize, l.rxFrames, l.txFrames, c.RxRingSize, c.UMEMSize, tc.frame, tc.rx, tc.tx, tc.ring, tc.bytes)
+			}
+			if again, err := c.layout(tc.mtu); err != nil || again != l {
+				t.Errorf("laid out again: %+v, %v; want %+v", again, err, l)
+			}
+		})
+	}
+	for _, c := range []Config{
+		{UMEMSize: 1 << 20},                    // 512 frames: not 1024 to transmit
+		{UMEMSize: 4 << 20, RxRingSize: 8192},  // 1024 to receive: under half the fill ring
+		{UMEMSize: 2 << 20, RingSize: 64},      // fine
+		{UMEMSize: -1},                         // validate
+		{UMEMSize: maxUMEMSize + 1, Queues: 1}, // validate
+	} {
+		c.Addrs = good
+		c.setDefaults()
+		err := c.validate()
+		if err == nil {
+			_, err = c.layout(1500)
+		}
+		if ok := c.UMEMSize == 2<<20; ok != (err == nil) {
+			t.Errorf("UMEMSize %d, RxRingSize %d, RingSize %d: %v", c.UMEMSize, c.RxRingSize, c.RingSize, err)
+		}
+		if err != nil && !errors.Is(err, ErrConfig) {
+			t.Errorf("%v, want ErrConfig", err)
+		}
+	}
+}
+
 // TestPollPolicyIsLinks: the Stack hands its PollPolicy to the link
 // endpoint by conversion, so the two enumerations must agree.
 func TestPollPolicyIsLinks(t *testing.T) {

@@ -48,12 +48,16 @@ func New(cfg Config) (_ *Stack, err error) {
 		return nil, fmt.Errorf("%w: %d queues requested, %s has %d", ErrConfig, cfg.Queues, cfg.Interface, nq)
 	}
 	mtu := uint32(ifc.MTU)
+	lay, err := cfg.layout(mtu)
+	if err != nil {
+		return nil, err
+	}
 	// A frame larger than a UMEM frame (less the kernel's RX headroom)
 	// comes and goes as a chain of frames: multi-buffer AF_XDP. So may
 	// one above 3506 bytes of MTU, which a page no longer holds beside
 	// the kernel's headroom and skb_shared_info: veth (and drivers alike)
 	// then hand XDP the rest as fragments.
-	multiBuffer := mtu > min(cfg.FrameSize-unix.XDP_PACKET_HEADROOM-ethHeaderLen, pageMaxXDPMTU)
+	multiBuffer := mtu > min(cfg.FrameSize-xdpPacketHeadroom-ethHeaderLen, pageMaxXDPMTU)
 	if mtu > maxMultiBufferMTU {
 		return nil, fmt.Errorf("%w: %s has MTU %d, ustack takes at most %d", ErrConfig, cfg.Interface, mtu, maxMultiBufferMTU)
 	}
@@ -76,7 +80,7 @@ func New(cfg Config) (_ *Stack, err error) {
 			}
 		}
 	}()
-	umem, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: uint32(cfg.Queues) * (cfg.RxRingSize + cfg.RingSize), FrameSize: cfg.FrameSize})
+	umem, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: uint32(cfg.Queues) * (lay.rxFrames + lay.txFrames), FrameSize: cfg.FrameSize})
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +94,7 @@ func New(cfg Config) (_ *Stack, err error) {
 		sock, err := xsk.Open(umem, xsk.Config{
 			Interface: cfg.Interface, Queue: q,
 			RxSize: cfg.RxRingSize, TxSize: cfg.RingSize, FillSize: cfg.RxRingSize, CompletionSize: cfg.RingSize,
-			RxFrames: cfg.RxRingSize, TxFrames: cfg.RingSize, MultiBuffer: multiBuffer,
+			RxFrames: lay.rxFrames, TxFrames: lay.txFrames, MultiBuffer: multiBuffer,
 		})
 		if err != nil {
 			if errors.Is(err, xsk.ErrMultiBuffer) {

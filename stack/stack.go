@@ -63,6 +63,10 @@ type Stack struct {
 // newStack builds netstack over ios, one per queue. On error the caller
 // still runs its own cleanups; newStack cleans up what it made.
 func newStack(cfg Config, ios []frameIO, li linkInfo, owner portOwner) (*Stack, error) {
+	lay, err := cfg.layout(li.mtu)
+	if err != nil {
+		return nil, err
+	}
 	ios, mw, err := wrapIO(ios, &cfg, li)
 	if err != nil {
 		return nil, err
@@ -71,6 +75,7 @@ func newStack(cfg Config, ios []frameIO, li linkInfo, owner portOwner) (*Stack, 
 		MTU: li.mtu, MAC: tcpip.LinkAddress(li.mac), PartialChecksums: li.partialChecksums,
 		Poll: link.Poll(cfg.Poll), SpinBudget: cfg.SpinBudget, Pin: cfg.Pin, TrustRxChecksum: cfg.TrustRxChecksum,
 		HandOffTCP: cfg.HandOffTCP, NoGRO: cfg.NoGRO, NoTxChecksum: cfg.NoTxChecksum, NoGSO: cfg.NoGSO, Trace: cfg.Trace,
+		RxFrames: lay.rxFrames,
 	})
 	ns := gstack.New(gstack.Options{
 		NetworkProtocols: []gstack.NetworkProtocolFactory{
@@ -87,7 +92,7 @@ func newStack(cfg Config, ios []frameIO, li linkInfo, owner portOwner) (*Stack, 
 	})
 	s := &Stack{cfg: cfg, ns: ns, ep: ep, mw: mw, addrs: cfg.Addrs}
 	if q, ok := ns.TransportProtocolInstance(tcp.ProtocolNumber).(link.SegmentQueuer); ok && !cfg.NoEarlyDemux {
-		ep.SetDemux(link.NewDemux(ns, nicID, q, !cfg.NoFastPath, ep.LinkAddress(), cfg.Addrs))
+		ep.SetDemux(link.NewDemux(ns, nicID, q, !cfg.NoFastPath, ep.LinkAddress(), cfg.Addrs, cfg.Gateway4, cfg.Gateway6))
 	}
 	ns.SetDirectWrite(!cfg.NoFastPath)
 	s.ports = newPortTable(owner)
@@ -145,6 +150,11 @@ func newStack(cfg Config, ios []frameIO, li linkInfo, owner portOwner) (*Stack, 
 	ns.SetRouteTable(routes)
 	return s, nil
 }
+
+// UMEMSize returns the packet memory each queue maps and the kernel
+// pins, in bytes (Config.UMEMSize, as laid out for the interface's MTU):
+// the stack pins Queues times it in all.
+func (s *Stack) UMEMSize() int { return s.cfg.UMEMSize }
 
 // Close aborts every connection, stops the workers, and releases the
 // sockets, UMEM and XDP program. It is safe to call more than once.

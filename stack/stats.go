@@ -114,12 +114,20 @@ type Stats struct {
 	// part of TCPSynCookiesSent; SYNs it dropped for a full accept
 	// queue, as the listener drops them; and SYNs it left to netstack's
 	// listener, by why: cookie (Config.SynCookies "auto" with half-open
-	// connections to spare), busy (the listener's lock held elsewhere,
-	// or no TX frame), route (a peer off ustack's on-link prefixes),
-	// other (a listener shutting down, IP settings a frame cannot
-	// carry).
+	// connections to spare, and the worker not behind), busy (the
+	// listener's lock held elsewhere, or no TX frame), route (a peer off
+	// ustack's on-link prefixes with no default router of its family,
+	// Config.Gateway4 and Gateway6), unresolved (an off-link peer whose
+	// router's MAC is not resolved yet), other (a listener shutting
+	// down, IP settings a frame cannot carry).
 	TCPSynsOnWorker, TCPSynsDroppedOnWorker                            uint64
 	TCPSynMissCookie, TCPSynMissBusy, TCPSynMissRoute, TCPSynMissOther uint64
+	TCPSynMissUnresolved                                               uint64
+	// TCPSynsOnWorkerPressure is the part of TCPSynsOnWorker answered
+	// while half the queue's receive frames or more waited on the RX
+	// ring (Config.UMEMSize): then every SYN gets a cookie, whatever
+	// SynCookies says.
+	TCPSynsOnWorkerPressure uint64
 
 	// TCP segments of TCPSegmentsSent that the fast path's send wrote
 	// (Config.NoFastPath), and the packets it left to netstack's path, by
@@ -202,6 +210,7 @@ func (s *Stack) Stats() Stats {
 	var st Stats
 	var fast [tcp.NumFastMiss]uint64
 	var syn [link.NumSynVerdicts]uint64
+	var synPressure uint64
 	for i := range s.ep.NumQueues() {
 		c := s.ep.Counters(i)
 		qs := QueueStats{
@@ -217,6 +226,7 @@ func (s *Stack) Stats() Stats {
 		for j := range syn {
 			syn[j] += c.Syn[j]
 		}
+		synPressure += c.SynPressure
 		var io frameio.Stats
 		s.ep.QueueIO(i).ReadStats(&io)
 		qs.XSK, qs.FaultsRX, qs.FaultsTX = io.XSK, FaultStats(io.FaultsRX), FaultStats(io.FaultsTX)
@@ -255,6 +265,8 @@ func (s *Stack) Stats() Stats {
 	st.TCPSynsOnWorker, st.TCPSynsDroppedOnWorker = syn[tcp.SynAnswered], syn[tcp.SynDropped]
 	st.TCPSynMissCookie, st.TCPSynMissBusy, st.TCPSynMissRoute = syn[tcp.SynMissCookie], syn[tcp.SynMissBusy], syn[link.SynMissRoute]
 	st.TCPSynMissOther = syn[tcp.SynMissState] + syn[tcp.SynMissIP]
+	st.TCPSynMissUnresolved = syn[link.SynMissUnresolved]
+	st.TCPSynsOnWorkerPressure = synPressure
 	st.PollBytesDirect, st.PollBytesQueued = s.pollDirect.Load(), s.pollQueued.Load()
 	st.HandlerBytesDirect, st.HandlerBytesQueued = s.streamDirect.Load(), s.streamQueued.Load()
 	pl, sl := &s.pollLeft, &s.streamLeft
@@ -314,10 +326,10 @@ func (st Stats) Summary() string {
 		st.TCPRetransmits, st.TCPTimeouts, st.TCPFastRetransmits, st.TCPResetsSent, st.TCPChecksumErrors)
 	fmt.Fprintf(&b, "tcp fast path: received %d; left to netstack: busy %d, state %d, header %d, sequence %d, ack %d, recovery %d\n",
 		st.TCPSegmentsFast, st.TCPFastMissBusy, st.TCPFastMissState, st.TCPFastMissHeader, st.TCPFastMissSequence, st.TCPFastMissAck, st.TCPFastMissRecovery)
-	if st.TCPSynCookiesSent+st.TCPSynsDroppedOnWorker+st.TCPSynMissCookie+st.TCPSynMissBusy+st.TCPSynMissRoute+st.TCPSynMissOther > 0 {
-		fmt.Fprintf(&b, "tcp syn cookies: sent %d (by the worker %d), validated %d, failed %d; syns dropped by the worker %d; left to netstack: cookie %d, busy %d, route %d, other %d\n",
-			st.TCPSynCookiesSent, st.TCPSynsOnWorker, st.TCPSynCookiesValidated, st.TCPSynCookiesFailed, st.TCPSynsDroppedOnWorker,
-			st.TCPSynMissCookie, st.TCPSynMissBusy, st.TCPSynMissRoute, st.TCPSynMissOther)
+	if st.TCPSynCookiesSent+st.TCPSynsDroppedOnWorker+st.TCPSynMissCookie+st.TCPSynMissBusy+st.TCPSynMissRoute+st.TCPSynMissUnresolved+st.TCPSynMissOther > 0 {
+		fmt.Fprintf(&b, "tcp syn cookies: sent %d (by the worker %d, %d of them behind on the RX ring), validated %d, failed %d; syns dropped by the worker %d; left to netstack: cookie %d, busy %d, route %d, unresolved %d, other %d\n",
+			st.TCPSynCookiesSent, st.TCPSynsOnWorker, st.TCPSynsOnWorkerPressure, st.TCPSynCookiesValidated, st.TCPSynCookiesFailed, st.TCPSynsDroppedOnWorker,
+			st.TCPSynMissCookie, st.TCPSynMissBusy, st.TCPSynMissRoute, st.TCPSynMissUnresolved, st.TCPSynMissOther)
 	}
 	if st.PollBytesDirect+st.PollBytesQueued > 0 {
 		fmt.Fprintf(&b, "worker-read bytes: %d straight from the frame, %d from the receive queue (left there: slow %d, behind %d, refused %d, large %d, before %d)\n",

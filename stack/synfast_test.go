@@ -154,6 +154,93 @@ func TestScriptSynOnWorkerAuto(t *testing.T) {
 	}
 }
 
+// TestScriptSynOnWorkerPressure: with SynCookies "auto" and half-open
+// connections to spare, a worker that has fallen behind (half its
+// receive frames waiting on the RX ring; here the threshold lowered to
+// none) answers a listener's SYN itself with a cookie, counted as
+// answered under pressure, and the cookie's ACK makes the connection.
+func TestScriptSynOnWorkerPressure(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Timestamps: true, WScale: 7})
+	ln := p.listen()
+	p.s.ep.SetRxPressure(0)
+	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
+	p.Send(seg{Flags: "S", Seq: 0, TSval: 5000, TSecr: 1})
+	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+	accepted := p.start(ln.Accept) // after the SYN (see above)
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
+	accepted("ustack accepted no connection from the cookie's ACK")
+	st := p.s.Stats()
+	if st.TCPSynsOnWorker != 1 || st.TCPSynsOnWorkerPressure != 1 || st.TCPSynMissCookie != 0 || st.TCPSynCookiesValidated != 1 {
+		t.Fatalf("%d SYNs answered on the worker (%d under pressure), %d left for want of cookies, %d cookies validated; want 1 (1), 0, 1",
+			st.TCPSynsOnWorker, st.TCPSynsOnWorkerPressure, st.TCPSynMissCookie, st.TCPSynCookiesValidated)
+	}
+}
+
+// TestScriptSynOnWorkerOffLink: a SYN from a peer off ustack's prefixes
+// is answered on the worker too, through the default router
+// (Config.Gateway4), the route's next hop: the SYN-ACK goes to the MAC
+// netstack's neighbour cache holds for the router, not to the SYN's
+// source MAC, and the cookie's ACK makes the connection.
+func TestScriptSynOnWorkerOffLink(t *testing.T) {
+	gw := memB4.Addr()
+	p := newScriptPeer(t, scriptOptions{Timestamps: true, WScale: 7, Config: func(c *Config) {
+		alwaysCookies(c)
+		c.Gateway4 = gw
+	}})
+	frames := p.synAckFrames()
+	ln := p.listen()
+	// The peer's static neighbour entry is the router's (memB4); the
+	// SYN arrives from another MAC, as from a last hop that is not the
+	// way back.
+	routerMAC := p.peerMAC
+	p.peerMAC = tcpip.LinkAddress([]byte{2, 0, 0, 0, 3, 7})
+	p.local = netip.AddrPortFrom(netip.MustParseAddr("198.19.5.5"), 40000)
+	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
+	p.Send(seg{Flags: "S", Seq: 0, TSval: 5000, TSecr: 1})
+	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+	st := p.s.Stats()
+	if st.TCPSynsOnWorker != 1 || st.TCPSynMissRoute != 0 || st.TCPSynMissUnresolved != 0 {
+		t.Fatalf("%d SYNs answered on the worker, %d left for want of a route, %d for the router's MAC; want 1, 0, 0",
+			st.TCPSynsOnWorker, st.TCPSynMissRoute, st.TCPSynMissUnresolved)
+	}
+	if len(*frames) != 1 {
+		t.Fatalf("%d SYN-ACK frames, want 1", len(*frames))
+	}
+	if dst := tcpip.LinkAddress((*frames)[0][0:6]); dst != routerMAC {
+		t.Fatalf("the SYN-ACK went to %v, want the router's %v", dst, routerMAC)
+	}
+	accepted := p.start(ln.Accept)
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
+	accepted("ustack accepted no connection from the off-link cookie's ACK")
+}
+
+// TestScriptSynOnWorkerUnresolvedRouter: while the default router's MAC
+// is unknown, an off-link peer's SYNs go to netstack (which resolves the
+// router), counted as unresolved, not as wanting a route.
+func TestScriptSynOnWorkerUnresolvedRouter(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Config: func(c *Config) {
+		alwaysCookies(c)
+		c.Gateway4 = netip.MustParseAddr("198.18.1.9") // no neighbour entry
+	}})
+	p.listen()
+	p.local = netip.AddrPortFrom(netip.MustParseAddr("198.19.5.5"), 40000)
+	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
+	for i := range 3 {
+		p.Send(seg{Flags: "S", Seq: uint32(i)})
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		st := p.s.Stats()
+		if st.TCPSynMissUnresolved == 3 && st.TCPSynsOnWorker == 0 && st.TCPSynMissRoute == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d SYNs left to netstack for the router's MAC, %d for want of a route, %d answered on the worker; want 3, 0, 0",
+				st.TCPSynMissUnresolved, st.TCPSynMissRoute, st.TCPSynsOnWorker)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestScriptSynOnWorkerFullAcceptQueue: a listener whose accept queue is
 // full drops a SYN unanswered, on the worker as in netstack's listener
 // (counted in both), and answers again once the application accepts.
@@ -260,8 +347,25 @@ func TestMemSynAnswerAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under the race detector")
 	}
-	p := newScriptPeer(t, scriptOptions{Config: func(c *Config) { alwaysCookies(c); c.Poll = Spin }})
+	t.Run("on-link", func(t *testing.T) { testSynAnswerAllocs(t, false) })
+	t.Run("off-link", func(t *testing.T) { testSynAnswerAllocs(t, true) })
+}
+
+// testSynAnswerAllocs is TestMemSynAnswerAllocs from an on-link peer, or
+// from an off-link one through the default router.
+func testSynAnswerAllocs(t *testing.T, offLink bool) {
+	gw := memB4.Addr()
+	p := newScriptPeer(t, scriptOptions{Config: func(c *Config) {
+		alwaysCookies(c)
+		c.Poll = Spin
+		if offLink {
+			c.Gateway4 = gw
+		}
+	}})
 	p.listen()
+	if offLink {
+		p.local = netip.AddrPortFrom(netip.MustParseAddr("198.19.5.5"), p.local.Port())
+	}
 	src, dst := tcpip.AddrFromSlice(p.local.Addr().AsSlice()), tcpip.AddrFromSlice(p.remote.Addr().AsSlice())
 	var opts [40]byte
 	n := header.EncodeMSSOption(1460, opts[:])
@@ -322,6 +426,9 @@ func TestMemSynAnswerAllocs(t *testing.T) {
 	before := p.s.Stats().TCPSynsOnWorker
 	if a := testing.AllocsPerRun(1000, round); a > 0.01 {
 		t.Fatalf("%.2f allocations per SYN answered, want 0", a)
+	}
+	if st := p.s.Stats(); st.TCPSynMissRoute+st.TCPSynMissUnresolved != 0 {
+		t.Fatalf("%d SYNs left to netstack for want of a route, %d for the router's MAC", st.TCPSynMissRoute, st.TCPSynMissUnresolved)
 	}
 	if got := p.s.Stats().TCPSynsOnWorker - before; got < 1000 {
 		t.Fatalf("%d SYNs answered on the worker during the measurement, want all 1,001", got)

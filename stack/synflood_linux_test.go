@@ -22,6 +22,31 @@ import (
 // a flood from random sources.
 var floodIPv4 = netip.MustParseAddr("198.18.0.77")
 
+// floodOffLinkIPv4 is the off-link flood's source: beyond the pair's
+// prefixes, as a flood's spoofed sources arrive, through a router.
+// floodGateway is that router for the server (ustack's Config.Gateway4,
+// the kernel server's default route): an address of the Kernel host,
+// whose kernel, forwarding nothing, drops the SYN-ACKs it is sent.
+var (
+	floodOffLinkIPv4 = netip.MustParseAddr("198.19.5.5")
+	floodGateway     = netip.MustParseAddr("198.18.1.2")
+)
+
+// routeViaGateway makes floodGateway an address of p's Kernel host and,
+// if host is not nil, host's kernel's default router.
+func routeViaGateway(t *testing.T, p *vethtest.Pair, host *vethtest.Host) {
+	t.Helper()
+	cmds := [][]string{{"-n", p.Kernel.Namespace, "addr", "add", netip.PrefixFrom(floodGateway, 24).String(), "dev", p.Kernel.Link}}
+	if host != nil {
+		cmds = append(cmds, []string{"-n", host.Namespace, "route", "add", "default", "via", floodGateway.String(), "dev", host.Link, "onlink"})
+	}
+	for _, args := range cmds {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
 // floodConns is how many legitimate connections a flood run makes, one
 // every floodEvery.
 const (
@@ -58,7 +83,7 @@ func (r floodRun) String() string {
 }
 
 // runFlood has hping3 on the kernel host flood addr with SYNs spoofed
-// from floodIPv4, as fast as it sends (hping3 --flood, source ports
+// from src (floodIPv4 or floodOffLinkIPv4), as fast as it sends (hping3 --flood, source ports
 // counting up), while a legitimate client on the host's own address
 // connects, echoes and closes floodConns times, floodEvery apart; the
 // flood stops when the client is done (at most floodMax).
@@ -69,7 +94,7 @@ func (r floodRun) String() string {
 // would sooner or later reuse a legitimate connection's and reset it.)
 // It is not hping3's --rand-source: SYN-ACKs to random addresses would
 // leave the addresses the tests may use.
-func runFlood(t *testing.T, p *vethtest.Pair, addr netip.AddrPort) floodRun {
+func runFlood(t *testing.T, p *vethtest.Pair, src netip.Addr, addr netip.AddrPort) floodRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), floodMax)
 	defer cancel()
@@ -82,7 +107,7 @@ func runFlood(t *testing.T, p *vethtest.Pair, addr netip.AddrPort) floodRun {
 		rate = []string{"-i", "u40"}
 	}
 	args := append([]string{"-q", "-S"}, rate...)
-	args = append(args, "-a", floodIPv4.String(), "-p", fmt.Sprint(addr.Port()), addr.Addr().String())
+	args = append(args, "-a", src.String(), "-p", fmt.Sprint(addr.Port()), addr.Addr().String())
 	flood := exec.CommandContext(ctx, "hping3", args...)
 	if err := p.Kernel.Do(flood.Start); err != nil {
 		t.Fatal(err)
@@ -182,7 +207,7 @@ func TestPrivilegedSYNFlood(t *testing.T) {
 			}
 			echo(t, ln)
 			before, cpu0 := s.Stats(), processCPU(t)
-			r := runFlood(t, p, netip.AddrPortFrom(ustack4.Addr(), 7))
+			r := runFlood(t, p, floodIPv4, netip.AddrPortFrom(ustack4.Addr(), 7))
 			cpu, st := processCPU(t)-cpu0, s.Stats()
 			results["ustack-"+mode] = r
 			var fillEmpty uint64
@@ -222,18 +247,93 @@ func TestPrivilegedSYNFlood(t *testing.T) {
 		}
 		defer ln.Close()
 		go echosrv.ServeTCP(ln)
-		r := runFlood(t, p, addr)
+		r := runFlood(t, p, floodIPv4, addr)
 		results["kernel"] = r
 		t.Logf("legitimate connections: %v", r)
 		for _, err := range r.failed {
 			t.Errorf("legitimate connection during the flood: %v", err)
 		}
 	})
-	k := results["kernel"]
-	for _, name := range []string{"ustack-always", "ustack-auto"} {
-		if r, ok := results[name]; ok && len(r.times) > 0 && len(k.times) > 0 {
-			t.Logf("%s ÷ kernel: p98 %.2f×, worst %.2f×", name,
+	for _, pair := range [][2]string{{"ustack-always", "kernel"}, {"ustack-auto", "kernel"}} {
+		r, ok := results[pair[0]]
+		k, kok := results[pair[1]]
+		if ok && kok && len(r.times) > 0 && len(k.times) > 0 {
+			t.Logf("%s ÷ %s: p98 %.2f×, worst %.2f×", pair[0], pair[1],
 				float64(r.percentile(0.98))/float64(k.percentile(0.98)), float64(r.percentile(1))/float64(k.percentile(1)))
 		}
+	}
+}
+
+// TestPrivilegedSYNFloodOffLink is TestPrivilegedSYNFlood from an
+// off-link source (floodOffLinkIPv4), the real case: the server has a
+// default router (floodGateway) on the Kernel host, and ustack runs with
+// the default config (SynCookies "auto"). Every legitimate connection
+// must be served, and the worker must answer the flood itself through
+// the router (no SYN left to netstack for want of a route); a kernel
+// server routing through the same router runs the same script. The
+// comparison of their times is logged.
+func TestPrivilegedSYNFloodOffLink(t *testing.T) {
+	vethtest.Tools(t, "hping3", "ip")
+	results := map[string]floodRun{}
+	t.Run("ustack", func(t *testing.T) {
+		p, s := newVethStack(t, vethtest.Options{}, Config{Gateway4: floodGateway})
+		routeViaGateway(t, p, nil)
+		ln, err := s.Listen("tcp", ":7")
+		if err != nil {
+			t.Fatal(err)
+		}
+		echo(t, ln)
+		before := s.Stats()
+		r := runFlood(t, p, floodOffLinkIPv4, netip.AddrPortFrom(ustack4.Addr(), 7))
+		st := s.Stats()
+		results["ustack-offlink"] = r
+		var fillEmpty uint64
+		for i, q := range st.Queues {
+			fillEmpty += q.XSK.FillRingEmpty - before.Queues[i].XSK.FillRingEmpty
+		}
+		segs := st.TCPSegmentsReceived - before.TCPSegmentsReceived
+		worker := st.TCPSynsOnWorker - before.TCPSynsOnWorker
+		route := st.TCPSynMissRoute - before.TCPSynMissRoute
+		t.Logf("legitimate connections: %v; ustack received %d TCP segments, answered %d SYNs on the worker (%d behind on the RX ring), left %d to netstack for want of a route and %d for the router's MAC; the kernel dropped %d frames at the fill ring",
+			r, segs, worker, st.TCPSynsOnWorkerPressure-before.TCPSynsOnWorkerPressure, route, st.TCPSynMissUnresolved-before.TCPSynMissUnresolved, fillEmpty)
+		t.Log(st.Summary())
+		for _, err := range r.failed {
+			t.Errorf("legitimate connection during the flood: %v", err)
+		}
+		if len(r.times) == 0 {
+			t.Fatal("no legitimate connection was served")
+		}
+		if segs < 10000 {
+			t.Errorf("only %d TCP segments reached ustack: the flood did not flood", segs)
+		}
+		if route != 0 {
+			t.Errorf("%d SYNs left to netstack for want of a route: the worker does not answer through the router", route)
+		}
+		if worker < segs/4 {
+			t.Errorf("the worker answered %d of %d segments' SYNs, want the flood's", worker, segs)
+		}
+	})
+	t.Run("kernel", func(t *testing.T) {
+		p := vethtest.NewT(t, vethtest.Options{})
+		routeViaGateway(t, p, p.Ustack)
+		var ln net.Listener
+		addr := netip.AddrPortFrom(vethtest.UstackHostIPv4, 7)
+		if err := p.Ustack.Do(func() (err error) { ln, err = net.Listen("tcp4", addr.String()); return err }); err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go echosrv.ServeTCP(ln)
+		r := runFlood(t, p, floodOffLinkIPv4, addr)
+		results["kernel-offlink"] = r
+		t.Logf("legitimate connections: %v", r)
+		for _, err := range r.failed {
+			t.Errorf("legitimate connection during the flood: %v", err)
+		}
+	})
+	r, k := results["ustack-offlink"], results["kernel-offlink"]
+	if len(r.times) > 0 && len(k.times) > 0 {
+		t.Logf("ustack ÷ kernel, off-link flood: p98 %v ÷ %v = %.2f×, worst %v ÷ %v = %.2f×",
+			r.percentile(0.98).Round(time.Microsecond), k.percentile(0.98).Round(time.Microsecond), float64(r.percentile(0.98))/float64(k.percentile(0.98)),
+			r.percentile(1).Round(time.Microsecond), k.percentile(1).Round(time.Microsecond), float64(r.percentile(1))/float64(k.percentile(1)))
 	}
 }

@@ -319,6 +319,10 @@ func (s *Socket) Receive(descs []Desc) int {
 	return int(n)
 }
 
+// RxBacklog returns how many received frames wait on the RX ring. It is
+// an RX-side method.
+func (s *Socket) RxBacklog() int { return int(s.rx.Backlog()) }
+
 // Recycle returns received frames to the socket: straight onto the fill
 // ring where it has room, else onto the free list.
 func (s *Socket) Recycle(descs []Desc) {

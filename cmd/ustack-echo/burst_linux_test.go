@@ -59,6 +59,23 @@ func runBurst(t *testing.T, p *vethtest.Pair, addr netip.AddrPort, conns int) bu
 // ends it with SIGTERM and returns what it printed.
 func startServer(t *testing.T, p *vethtest.Pair, bin string, args ...string) (cpu func() time.Duration, stop func() string) {
 	t.Helper()
+	srv := startServerProc(t, p, bin, args...)
+	return srv.cpu, srv.stop
+}
+
+// serverProc is a running ustack-echo server (startServerProc).
+type serverProc struct {
+	pid int
+	// printed is what it printed up to its "echo server" line.
+	printed string
+	cpu     func() time.Duration
+	stop    func() string
+}
+
+// startServerProc is startServer, returning the process's ID and what it
+// printed before it listened too.
+func startServerProc(t *testing.T, p *vethtest.Pair, bin string, args ...string) *serverProc {
+	t.Helper()
 	cmd := exec.Command("ip", append([]string{"netns", "exec", p.Ustack.Namespace, bin, "server"}, args...)...)
 	var out, errOut bytes.Buffer
 	stdout, err := cmd.StdoutPipe()
@@ -77,6 +94,7 @@ func startServer(t *testing.T, p *vethtest.Pair, bin string, args ...string) (cp
 		}
 	})
 	ready, read := make(chan struct{}), make(chan struct{})
+	var printed string
 	go func() {
 		defer close(read)
 		sc := bufio.NewScanner(stdout)
@@ -84,6 +102,7 @@ func startServer(t *testing.T, p *vethtest.Pair, bin string, args ...string) (cp
 		for sc.Scan() {
 			out.WriteString(sc.Text() + "\n")
 			if strings.HasPrefix(sc.Text(), "echo server") && !signalled {
+				printed = out.String()
 				close(ready)
 				signalled = true
 			}
@@ -98,14 +117,14 @@ func startServer(t *testing.T, p *vethtest.Pair, bin string, args ...string) (cp
 	case <-time.After(20 * time.Second):
 		t.Fatalf("server did not start:\n%s", errOut.String())
 	}
-	cpu = func() time.Duration {
+	cpu := func() time.Duration {
 		d, err := processCPU(cmd.Process.Pid)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
-	return cpu, func() string {
+	return &serverProc{pid: cmd.Process.Pid, printed: printed, cpu: cpu, stop: func() string {
 		cmd.Process.Signal(syscall.SIGTERM)
 		<-read
 		err := cmd.Wait()
@@ -114,7 +133,7 @@ func startServer(t *testing.T, p *vethtest.Pair, bin string, args ...string) (cp
 			t.Errorf("server: %v\n%s%s", err, out.String(), errOut.String())
 		}
 		return out.String()
-	}
+	}}
 }
 
 // processCPU returns the user and system CPU time process pid has used.

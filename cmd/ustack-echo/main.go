@@ -24,6 +24,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/child"
@@ -56,8 +57,9 @@ func main() {
 // stackFlags are the flags that configure ustack.
 type stackFlags struct {
 	which, iface, addrs, poll  string
+	gateways                   string
 	queues                     int
-	rxRing                     uint
+	rxRing, umemMiB            uint
 	pin                        bool
 	noTxChecksum, noGSO, noGRO bool
 	cc, synCookies             string
@@ -67,9 +69,11 @@ func (f *stackFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.which, "stack", "ustack", "`stack` to use: ustack or kernel")
 	fs.StringVar(&f.iface, "iface", "", "interface ustack attaches to (-stack ustack)")
 	fs.StringVar(&f.addrs, "addr", "", "comma-separated `prefixes` ustack owns, e.g. 198.18.0.10/24,2001:2::10/64 (-stack ustack)")
+	fs.StringVar(&f.gateways, "gateway", "", "comma-separated default router `addresses`, at most one IPv4 and one IPv6 (-stack ustack)")
 	fs.StringVar(&f.poll, "poll", "adaptive", "worker polling `policy`: spin, adaptive or blocking")
 	fs.IntVar(&f.queues, "queues", 1, "interface queues (and workers) ustack serves")
 	fs.UintVar(&f.rxRing, "rx-ring", 0, "`size` of each queue's RX and fill rings, and its receive frames (0: stack.Config's default)")
+	fs.UintVar(&f.umemMiB, "umem", 0, "`MiB` of UMEM (packet memory, all of it pinned) per queue (0: stack.Config's default)")
 	fs.BoolVar(&f.pin, "pin", false, "pin each ustack worker to a CPU")
 	fs.BoolVar(&f.noTxChecksum, "no-tx-checksum", false, "let netstack compute TX checksums instead of the copy into UMEM (no GSO then)")
 	fs.BoolVar(&f.noGSO, "no-gso", false, "turn TCP segmentation offload off: netstack then sends one MSS per packet instead of up to 64 KiB cut into frames in the copy")
@@ -105,8 +109,27 @@ func (f *stackFlags) config() (stack.Config, error) {
 	if f.rxRing > 1<<20 {
 		return stack.Config{}, fmt.Errorf("-rx-ring %d: too large", f.rxRing)
 	}
-	return stack.Config{Interface: f.iface, Addrs: prefixes, Poll: poll, Queues: f.queues, Pin: f.pin, RxRingSize: uint32(f.rxRing),
-		NoTxChecksum: f.noTxChecksum, NoGSO: f.noGSO, NoGRO: f.noGRO, CongestionControl: f.cc, SynCookies: f.synCookies}, nil
+	if f.umemMiB > 1<<12 {
+		return stack.Config{}, fmt.Errorf("-umem %d: too large", f.umemMiB)
+	}
+	cfg := stack.Config{Interface: f.iface, Addrs: prefixes, Poll: poll, Queues: f.queues, Pin: f.pin, RxRingSize: uint32(f.rxRing), UMEMSize: int(f.umemMiB) << 20,
+		NoTxChecksum: f.noTxChecksum, NoGSO: f.noGSO, NoGRO: f.noGRO, CongestionControl: f.cc, SynCookies: f.synCookies}
+	if f.gateways != "" {
+		for _, s := range strings.Split(f.gateways, ",") {
+			gw, err := netip.ParseAddr(strings.TrimSpace(s))
+			if err != nil {
+				return stack.Config{}, fmt.Errorf("-gateway: %w", err)
+			}
+			if gw.Is4() && !cfg.Gateway4.IsValid() {
+				cfg.Gateway4 = gw
+			} else if gw.Is6() && !gw.Is4In6() && !cfg.Gateway6.IsValid() {
+				cfg.Gateway6 = gw
+			} else {
+				return stack.Config{}, fmt.Errorf("-gateway %q: want at most one IPv4 and one IPv6 address", f.gateways)
+			}
+		}
+	}
+	return cfg, nil
 }
 
 func checkRoot() error {
@@ -207,6 +230,8 @@ func runServer(ctx context.Context, args []string) error {
 			return err
 		}
 		defer s.Close()
+		q := max(cfg.Queues, 1)
+		fmt.Printf("UMEM %d bytes (%.1f MiB) per queue, %d pinned for %d queue(s)\n", s.UMEMSize(), float64(s.UMEMSize())/(1<<20), q*s.UMEMSize(), q)
 		defer printStats(s)
 		srv = s
 		if *metricsAddr != "" {
@@ -319,6 +344,8 @@ func runClient(ctx context.Context, args []string) error {
 			return err
 		}
 		defer s.Close()
+		q := max(cfg.Queues, 1)
+		fmt.Printf("UMEM %d bytes (%.1f MiB) per queue, %d pinned for %d queue(s)\n", s.UMEMSize(), float64(s.UMEMSize())/(1<<20), q*s.UMEMSize(), q)
 		defer printStats(s)
 		dial = s.DialContext
 	}

@@ -6,8 +6,8 @@ import (
 	"github.com/ustack-dev/ustack/xsk"
 )
 
-// IO is one queue's frame I/O. The RX methods (Receive, Recycle, Refill,
-// Data, Wait) are called by the queue's worker only; the TX methods
+// IO is one queue's frame I/O. The RX methods (Receive, RxBacklog,
+// Recycle, Refill, Data, Wait) are called by the queue's worker only; the TX methods
 // (Alloc, Free, Frame, Enqueue, Complete) by one goroutine at a time,
 // under the queue's TX lock; Kick, TxQueued, Interrupt and ReadStats from
 // any goroutine; Close once, after the worker has stopped.
@@ -15,6 +15,9 @@ type IO interface {
 	// Receive takes up to len(descs) received frames; the caller owns
 	// them until Recycle.
 	Receive(descs []xsk.Desc) int
+	// RxBacklog reports how many received frames wait to be taken: the
+	// worker's measure of how far behind it is.
+	RxBacklog() int
 	// Recycle gives received frames back.
 	Recycle(descs []xsk.Desc)
 	// Refill tops up the frames the kernel may receive into.

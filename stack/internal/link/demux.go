@@ -43,10 +43,13 @@ type Demux struct {
 	// (tcp.Endpoint.ReceiveFast), and a listener's SYNs to answerSyn
 	// (tcp.Endpoint.AnswerSyn); off with stack.Config.NoFastPath.
 	fast bool
-	// mac and prefixes are ustack's MAC and on-link prefixes, for the
-	// SYN-ACKs the worker writes.
+	// mac and prefixes are ustack's MAC and on-link prefixes, and gw4
+	// and gw6 its default routers (zero: none), for the SYN-ACKs the
+	// worker writes: to an on-link peer straight back, to an off-link
+	// one through its family's router, the route's next hop.
 	mac      tcpip.LinkAddress
 	prefixes []netip.Prefix
+	gw4, gw6 tcpip.Address
 	// noSyn leaves every SYN to netstack's listener (tests that compare
 	// the two answers: LeaveSyns).
 	noSyn atomic.Bool
@@ -58,15 +61,30 @@ type Demux struct {
 type Netstack interface {
 	FindTransportEndpoint(netProto tcpip.NetworkProtocolNumber, transProto tcpip.TransportProtocolNumber, id gstack.TransportEndpointID, nicID tcpip.NICID) gstack.TransportEndpoint
 	Stats() *tcpip.Stats
+	// GetLinkAddress calls onResolve at once with addr's link address
+	// if its neighbour entry has one, else starts resolving it (the
+	// call then reports tcpip.ErrWouldBlock and onResolve runs later,
+	// on another goroutine).
+	GetLinkAddress(nicID tcpip.NICID, addr, localAddr tcpip.Address, protocol tcpip.NetworkProtocolNumber, onResolve func(gstack.LinkResolutionResult)) tcpip.Error
 }
 
 // NewDemux returns early demux for netstack ns, whose NIC nic is the
-// endpoint's: segments go to tcp, first to the fast path if fast; mac and
-// prefixes are the link's, for the SYN-ACKs the worker writes.
-func NewDemux(ns Netstack, nic tcpip.NICID, tcp SegmentQueuer, fast bool, mac tcpip.LinkAddress, prefixes []netip.Prefix) *Demux {
+// endpoint's: segments go to tcp, first to the fast path if fast; mac,
+// prefixes and gateways (the default routers, if any) are the link's,
+// for the SYN-ACKs the worker writes.
+func NewDemux(ns Netstack, nic tcpip.NICID, tcp SegmentQueuer, fast bool, mac tcpip.LinkAddress, prefixes []netip.Prefix, gateways ...netip.Addr) *Demux {
 	ip := ns.Stats().IP
-	return &Demux{ns: ns, nic: nic, tcp: tcp, received: ip.PacketsReceived, valid: ip.ValidPacketsReceived, delivered: ip.PacketsDelivered,
+	f := &Demux{ns: ns, nic: nic, tcp: tcp, received: ip.PacketsReceived, valid: ip.ValidPacketsReceived, delivered: ip.PacketsDelivered,
 		sent: ip.PacketsSent, fast: fast, mac: mac, prefixes: prefixes}
+	for _, gw := range gateways {
+		switch {
+		case gw.Is4():
+			f.gw4 = tcpip.AddrFromSlice(gw.AsSlice())
+		case gw.Is6():
+			f.gw6 = tcpip.AddrFromSlice(gw.AsSlice())
+		}
+	}
+	return f
 }
 
 // LeaveSyns leaves every SYN to netstack's listener while on (tests that
@@ -234,34 +252,57 @@ func flowSlot(id *gstack.TransportEndpointID) int {
 // handshake's last ACK goes the ordinary way: the listener validates the
 // cookie and creates the connection.
 //
-// The frame goes back to the MAC the SYN came from, as an XDP SYN proxy
-// answers: so only for peers on one of ustack's on-link prefixes, whose
-// MAC that is. Anything else (a routed peer, cookies not in use, the
-// listener busy) takes netstack's path.
+// The frame goes where netstack's route would send it. To a peer on one
+// of ustack's on-link prefixes: back to the MAC the SYN came from, as an
+// XDP SYN proxy answers. To any other: through the default router of its
+// family, the route's next hop, at the MAC netstack's neighbour cache
+// holds for it (a flood's spoofed sources arrive through a router, and
+// the SYN's own source MAC is only the last hop's, which need not be the
+// way back). Anything else (no router, its MAC not resolved yet, cookies
+// not in use, the listener busy) takes netstack's path.
 
-// SynMissRoute is the worker's own verdict beside netstack's
-// tcp.SynVerdict ones: a peer off ustack's prefixes, or a frame from a
-// multicast MAC.
-const SynMissRoute = tcp.NumSynVerdicts
-
-// NumSynVerdicts is how many verdicts queue.synFast counts.
-const NumSynVerdicts = tcp.NumSynVerdicts + 1
+// The worker's own verdicts beside netstack's tcp.SynVerdict ones.
+const (
+	// SynMissRoute: a peer off ustack's prefixes with no default router
+	// of its family, or a frame from a multicast MAC.
+	SynMissRoute = tcp.NumSynVerdicts + iota
+	// SynMissUnresolved: an off-link peer whose router's MAC netstack
+	// has not resolved yet (the lookup starts resolving it).
+	SynMissUnresolved
+	// NumSynVerdicts is how many verdicts queue.synFast counts.
+	NumSynVerdicts
+)
 
 // answerSyn offers listener ep the SYN th, received in frame with an IP
 // header of ipLen bytes, and reports whether the SYN is dealt with
 // (answered, or dropped as the listener would drop it).
 func (f *Demux) answerSyn(q *queue, frame []byte, ipLen int, th header.TCP, id *gstack.TransportEndpointID, ep *tcp.Endpoint) bool {
-	if frame[6]&1 != 0 || !f.onLink(id.RemoteAddress) {
+	if frame[6]&1 != 0 {
 		q.synFast[SynMissRoute].Add(1)
+		return false
+	}
+	var dst [6]byte // the SYN-ACK's destination MAC
+	if f.onLink(id.RemoteAddress) {
+		copy(dst[:], frame[6:12])
+	} else if v := f.nextHop(q, ipLen, id, &dst); v != tcp.NumSynVerdicts {
+		q.synFast[v].Add(1)
 		return false
 	}
 	// The TCP header first, outside the TX lock that writers of replies
 	// take (the cookie's hashes are the longest part of the answer).
 	var hdr [header.TCPHeaderMaximumSize]byte
-	syn, v := ep.AnswerSyn(*id, f.nic, th, hdr[:])
+	// Falling behind, the worker answers with a cookie whatever the
+	// listener's backlog: a SYN a frame or two back in a burst costs a
+	// tenth of netstack's half-open connection, and the burst's later
+	// frames find the fill ring fed.
+	pressure := int64(q.io.RxBacklog()) >= q.rxPressure.Load()
+	syn, v := ep.AnswerSyn(*id, f.nic, th, hdr[:], pressure)
 	q.synFast[v].Add(1)
 	if v != tcp.SynAnswered {
 		return v == tcp.SynDropped
+	}
+	if pressure {
+		q.synPressure.Add(1)
 	}
 	l4 := ethHeaderLen + ipLen
 	q.txMu.Lock()
@@ -274,8 +315,8 @@ func (f *Demux) answerSyn(q *queue, frame []byte, ipLen int, th header.TCP, id *
 		return true
 	}
 	out := q.io.Frame(addr)
-	// Ethernet: back to where the SYN came from.
-	copy(out[0:6], frame[6:12])
+	// Ethernet: back to where the SYN came from, or to the router.
+	copy(out[0:6], dst[:])
 	copy(out[6:12], f.mac)
 	copy(out[12:14], frame[12:14])
 	if ipLen == header.IPv4MinimumSize {
@@ -315,6 +356,49 @@ func (f *Demux) answerSyn(q *queue, frame []byte, ipLen int, th header.TCP, id *
 	f.sent.Increment()
 	return true
 }
+
+// nextHop puts in dst the MAC of the default router through which the
+// SYN-ACK to id's off-link peer goes, and returns tcp.NumSynVerdicts, or
+// the verdict that leaves the SYN to netstack: SynMissRoute with no
+// router of the peer's family, SynMissUnresolved while its MAC is not
+// known (netstack's neighbour cache then starts resolving it, and a
+// stale entry is confirmed as any packet sent to it would).
+func (f *Demux) nextHop(q *queue, ipLen int, id *gstack.TransportEndpointID, dst *[6]byte) SynVerdict {
+	fam, gw, proto := 0, f.gw4, header.IPv4ProtocolNumber
+	if ipLen != header.IPv4MinimumSize {
+		fam, gw, proto = 1, f.gw6, header.IPv6ProtocolNumber
+	}
+	if gw.BitLen() == 0 {
+		return SynMissRoute
+	}
+	// With a MAC in the router's entry, the neighbour cache calls
+	// nextHopFound before it returns; without, it queues the call for
+	// when resolution ends, and until then the SYNs go to netstack:
+	// one queued call per family, not one per SYN of a flood.
+	if !q.nextHopPending[fam].CompareAndSwap(false, true) {
+		return SynMissUnresolved
+	}
+	switch err := f.ns.GetLinkAddress(f.nic, gw, id.LocalAddress, proto, q.nextHopFound[fam]); err.(type) {
+	case nil:
+	case *tcpip.ErrWouldBlock:
+		return SynMissUnresolved
+	default:
+		q.nextHopPending[fam].Store(false)
+		return SynMissUnresolved
+	}
+	mac := q.nextHop[fam].Load()
+	if mac == 0 {
+		return SynMissUnresolved
+	}
+	for i := range dst {
+		dst[i] = byte(mac >> (8 * (5 - i)))
+	}
+	return tcp.NumSynVerdicts
+}
+
+// SynVerdict is a verdict synFast counts: a tcp.SynVerdict, or one of the
+// worker's own.
+type SynVerdict = tcp.SynVerdict
 
 // onLink reports whether a is on one of ustack's prefixes.
 func (f *Demux) onLink(a tcpip.Address) bool {

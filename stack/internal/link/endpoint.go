@@ -2,6 +2,7 @@ package link
 
 import (
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,7 +69,23 @@ type queue struct {
 	// synFast counts the verdicts on the SYNs early demux offered a
 	// listener to answer on the worker (tcp.SynVerdict, then
 	// SynMissRoute).
-	synFast [tcp.NumSynVerdicts + 1]atomic.Uint64
+	synFast [NumSynVerdicts]atomic.Uint64
+	// synPressure counts the SYNs the worker answered with a cookie
+	// while rxPressure frames or more waited on the RX ring.
+	synPressure atomic.Uint64
+	// rxPressure is the RX backlog at which the worker answers every
+	// listener's SYN with a cookie (Options.RxFrames / 2; tests set it
+	// with SetRxPressure).
+	rxPressure atomic.Int64
+	// nextHop holds, per family (IPv4, IPv6), the default router's MAC
+	// as netstack's neighbour cache last gave it to nextHopFound, in the
+	// low 48 bits with bit 48 set (0: none yet), for the SYN-ACKs the
+	// worker sends to off-link peers (Demux.nextHop). nextHopPending is
+	// set while a call of nextHopFound is due: the lookup under way, or
+	// a resolution the lookup started.
+	nextHop        [2]atomic.Uint64
+	nextHopFound   [2]func(gstack.LinkResolutionResult)
+	nextHopPending [2]atomic.Bool
 	// flows is early demux's cache of established connections.
 	flows flowCache
 	// flags are the kick protocol's (kick.go).
@@ -109,6 +126,10 @@ type Options struct {
 	NoTxChecksum bool
 	NoGSO        bool
 	Trace        bool // record the latency breakdown
+	// RxFrames is how many frames each queue receives into: once half
+	// of them wait on the RX ring, the worker answers listeners' SYNs
+	// with cookies (0: never for that reason).
+	RxFrames uint32
 }
 
 // Endpoint is the netstack link endpoint over a set of queues, with a
@@ -164,7 +185,24 @@ func New(ios []frameio.IO, o Options) *Endpoint {
 	}
 	for _, io := range ios {
 		q := &queue{io: io, trace: e.trace, groSegs: make([]offload.Seg, 0, BatchSize)}
+		q.rxPressure.Store(int64(o.RxFrames / 2))
+		if o.RxFrames == 0 {
+			q.rxPressure.Store(math.MaxInt64)
+		}
 		q.deferred.work = make([]gstack.DeferredWork, 0, BatchSize)
+		for fam := range q.nextHopFound {
+			q.nextHopFound[fam] = func(r gstack.LinkResolutionResult) {
+				defer q.nextHopPending[fam].Store(false)
+				if r.Err != nil || len(r.LinkAddress) != 6 {
+					return
+				}
+				v := uint64(1) << 48
+				for i := 0; i < 6; i++ {
+					v |= uint64(r.LinkAddress[i]) << (8 * (5 - i))
+				}
+				q.nextHop[fam].Store(v)
+			}
+		}
 		e.queues = append(e.queues, q)
 	}
 	return e
@@ -346,6 +384,10 @@ type Counters struct {
 	// listener to answer on the worker (tcp.SynVerdict, then
 	// SynMissRoute).
 	Syn [NumSynVerdicts]uint64
+	// SynPressure counts the SYNs of Syn[tcp.SynAnswered] the worker
+	// answered with a cookie because half its receive frames waited on
+	// the RX ring.
+	SynPressure uint64
 }
 
 // Counters returns a snapshot of queue i's counters.
@@ -366,7 +408,16 @@ func (e *Endpoint) Counters(i int) Counters {
 	for j := range c.Syn {
 		c.Syn[j] = q.synFast[j].Load()
 	}
+	c.SynPressure = q.synPressure.Load()
 	return c
+}
+
+// SetRxPressure sets the RX backlog at which every queue's worker answers
+// listeners' SYNs with cookies (tests only).
+func (e *Endpoint) SetRxPressure(frames int) {
+	for _, q := range e.queues {
+		q.rxPressure.Store(int64(frames))
+	}
 }
 
 // SetBetweenRxBatches has the workers call f between the RX batches of a

@@ -70,6 +70,9 @@ func (m *End) Receive(descs []xsk.Desc) int {
 	return int(n)
 }
 
+// RxBacklog implements frameio.IO.
+func (m *End) RxBacklog() int { return int(m.in.Backlog()) }
+
 // Recycle implements frameio.IO: the frames go back to the peer.
 func (m *End) Recycle(descs []xsk.Desc) {
 	// The return ring is as large as the peer's frame count, so it

@@ -52,7 +52,8 @@ const (
 	// SynMissState: not a listener, or one that is shutting down.
 	SynMissState
 	// SynMissCookie: the listener would not answer with a cookie (the
-	// "auto" setting with half-open connections to spare).
+	// "auto" setting with half-open connections to spare, and the caller
+	// under no pressure).
 	SynMissCookie
 	// SynMissIP: IP settings the caller's frame cannot carry (no DF
 	// over IPv4, an experiment option), or no network endpoint.
@@ -73,11 +74,15 @@ type SynAck struct {
 // AnswerSyn offers listener e a SYN: syn is its TCP header, checksum
 // verified, with SYN its only flag among SYN, ACK, RST and FIN (the
 // caller checks), id its endpoint ID (local = its destination) and nicID
-// the NIC it came in on. On SynAnswered the SYN-ACK's TCP header, with a
+// the NIC it came in on. pressure says the caller is falling behind (its
+// receive ring filling up): the SYN is then answered with a cookie even
+// where the listener has half-open connections to spare, as if its
+// backlog were full, since a cookie's answer costs a tenth of a half-open
+// connection's and keeps nothing. On SynAnswered the SYN-ACK's TCP header, with a
 // zero checksum for the caller to compute, is in out (at least
 // header.TCPHeaderMaximumSize bytes), and the IP header it needs is
 // described by the SynAck: DF set over IPv4, no IP options.
-func (e *Endpoint) AnswerSyn(id stack.TransportEndpointID, nicID tcpip.NICID, syn header.TCP, out []byte) (SynAck, SynVerdict) {
+func (e *Endpoint) AnswerSyn(id stack.TransportEndpointID, nicID tcpip.NICID, syn header.TCP, out []byte, pressure bool) (SynAck, SynVerdict) {
 	if e.EndpointState() != StateListen {
 		return SynAck{}, SynMissState
 	}
@@ -122,7 +127,7 @@ func (e *Endpoint) AnswerSyn(id stack.TransportEndpointID, nicID tcpip.NICID, sy
 	e.protocol.mu.RUnlock()
 	full := e.acceptQueueIsFull()
 	if !full {
-		if !always {
+		if !always && !pressure {
 			e.acceptMu.Lock()
 			pressure := len(e.acceptQueue.pendingEndpoints) == e.acceptQueue.capacity-1
 			e.acceptMu.Unlock()
