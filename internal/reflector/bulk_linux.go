@@ -155,12 +155,13 @@ func udpHead(f []byte) (src, dst netip.AddrPort, payload int, ok bool) {
 	return src, dst, ulen - udpLen, true
 }
 
-// countRxFrames is how many frames CountStreamXDP receives into, with RX
-// and fill rings as deep: ustack's default (stack.Config.RxRingSize). With
-// the default 1024 a stall of the counting thread of under 2 ms at the
-// source's rate ran the fill ring dry and the kernel dropped the rest, on
-// the source's CPU: up to a sixth of a stream was lost.
-const countRxFrames = 16384
+// bulkRxFrames is how many frames the bulk floors' receivers (the Floor's
+// sink, CountStreamXDP) receive into, with RX and fill rings as deep:
+// ustack's default (stack.Config.RxRingSize). With 1024 a stall of the
+// receiving thread of under 2 ms at 350-600k frames/s ran the fill ring
+// dry and the kernel dropped the rest, on the sender's CPU, which had
+// paid to send them.
+const bulkRxFrames = 16384
 
 // CountStreamXDP asks the Floor's source at remote for a stream of d and
 // counts the datagrams from it that reach local, an AF_XDP socket on
@@ -179,7 +180,7 @@ func CountStreamXDP(ctx context.Context, iface string, local, remote netip.AddrP
 	if d <= 0 || d > MaxStream {
 		return Count{}, fmt.Errorf("stream: %v, want up to %v", d, MaxStream)
 	}
-	e, err := openEndpointRx(iface, local.Addr(), []bpf.OwnedPort{{Addr: local.Addr(), Proto: bpf.UDP, Port: local.Port()}}, remote.Addr(), needsMultiBuffer(ifc.MTU), countRxFrames)
+	e, err := openEndpointRx(iface, local.Addr(), []bpf.OwnedPort{{Addr: local.Addr(), Proto: bpf.UDP, Port: local.Port()}}, remote.Addr(), needsMultiBuffer(ifc.MTU), bulkRxFrames)
 	if err != nil {
 		return Count{}, fmt.Errorf("stream: %w", err)
 	}

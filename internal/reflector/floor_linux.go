@@ -323,12 +323,14 @@ func StartFloor(cfg FloorConfig) (_ *Floor, stop func(), err error) {
 			cleanup()
 		}
 	}()
-	umem, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: 4096})
+	// Receive frames for the sink as deep as ustack's (bulkRxFrames), and
+	// the default transmit pool.
+	umem, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: bulkRxFrames + xsk.DefaultRingSize})
 	if err != nil {
 		return nil, nil, err
 	}
 	undo = append(undo, func() { umem.Close() })
-	sock, err := xsk.Open(umem, xsk.Config{Interface: cfg.Interface, MultiBuffer: needsMultiBuffer(ifc.MTU)})
+	sock, err := xsk.Open(umem, xsk.Config{Interface: cfg.Interface, MultiBuffer: needsMultiBuffer(ifc.MTU), RxSize: bulkRxFrames, FillSize: bulkRxFrames})
 	if err != nil {
 		return nil, nil, err
 	}
