@@ -26,23 +26,35 @@ const pageMaxXDPMTU = 3506
 // multi-buffer sockets.
 func needsMultiBuffer(mtu int) bool { return mtu > pageMaxXDPMTU }
 
-// sendBatch is how many descriptors the bulk senders queue a kick.
+// sendBatch is the least TX room the bulk senders ask for a kick, and the
+// most frames one datagram's chain may span.
 const sendBatch = 64
 
-// sendLoop transmits copies of the frame tmpl from s's transmit pool, up
-// to sendBatch descriptors a kick, each copy written into its frames as a
-// stack's transmit path writes a datagram, until done reports true (asked
-// every 16 kicks). A frame longer than a UMEM frame goes as a chain
+// sendLoop transmits copies of the frame tmpl from s's transmit pool
+// until done reports true (asked every 16 kicks): each kick queues as many
+// copies as the TX ring and the pool have room for (TxRoom reports all the
+// room it knows of, not sendBatch: about 1024 descriptors a kick, which
+// copy mode on Linux 6.18 sends in one call). With rewrite each copy is
+// written into its frames as a stack's transmit path writes a datagram;
+// without, a frame is written the first time it is used and sent as it
+// stands after (every copy is the same), for a load generator that should
+// cost its CPU no more than the kernel's TCP sender, which copies the
+// payload once. A frame longer than a UMEM frame goes as a chain
 // (OptContd). Whatever arrives meanwhile is recycled. It returns how many
 // copies it queued, after waiting up to a second for their completions.
-func sendLoop(s *xsk.Socket, tmpl []byte, done func() bool) (int64, error) {
+func sendLoop(s *xsk.Socket, tmpl []byte, rewrite bool, done func() bool) (int64, error) {
 	u := s.UMEM()
 	fs := int(u.Config().FrameSize)
 	per := (len(tmpl) + fs - 1) / fs // descriptors a copy
 	if per > sendBatch {
 		return 0, fmt.Errorf("a %d-byte frame spans more than %d UMEM frames", len(tmpl), sendBatch)
 	}
-	batch := make([]xsk.Desc, 0, sendBatch)
+	// holds[frame] is 1 + which piece of tmpl the frame holds (0: none).
+	var holds []uint8
+	if !rewrite {
+		holds = make([]uint8, u.Config().FrameCount)
+	}
+	batch := make([]xsk.Desc, 0, s.TxRoom(sendBatch))
 	rx := make([]xsk.Desc, 64)
 	var queued, completed int64
 	var err error
@@ -64,7 +76,14 @@ func sendLoop(s *xsk.Socket, tmpl []byte, done func() bool) (int64, error) {
 					batch = batch[:len(batch)-j]
 					break fill
 				}
-				n := copy(u.Frame(a), tmpl[j*fs:])
+				piece := tmpl[j*fs:]
+				n := min(len(piece), fs)
+				if f := a / uint64(fs); holds == nil || holds[f] != uint8(j+1) {
+					copy(u.Frame(a), piece)
+					if holds != nil {
+						holds[f] = uint8(j + 1)
+					}
+				}
 				d := xsk.Desc{Addr: a, Len: uint32(n)}
 				if j < per-1 {
 					d.Options = xsk.OptContd
@@ -97,8 +116,8 @@ func sendLoop(s *xsk.Socket, tmpl []byte, done func() bool) (int64, error) {
 // BlastXDP sends UDP datagrams with size bytes of payload from local to
 // remote (a Floor's sink) from an AF_XDP socket on queue 0 of iface (in
 // the calling thread's namespace) as fast as the kernel takes them, for
-// d: sendBatch datagrams a kick, each copied into its transmit frames
-// from one template. It returns how many it queued; the sink counts what
+// d: a TX ring's worth of datagrams a kick, each transmit frame written
+// from one template the first time it is used (sendLoop). It returns how many it queued; the sink counts what
 // arrives. With the Floor's sink this is the client→server bulk floor
 // with AF_XDP at both ends. Above a 3506-byte MTU the socket is
 // multi-buffer and each datagram a chain of frames. It takes at most d
@@ -123,7 +142,7 @@ func BlastXDP(ctx context.Context, iface string, local, remote netip.AddrPort, s
 	tmpl := make([]byte, udpFrame+size)
 	writeUDP4(tmpl, e.peer, e.mac, local, remote, payload)
 	until := time.Now().Add(d)
-	sent, err = sendLoop(e.sock, tmpl, func() bool { return ctx.Err() != nil || !time.Now().Before(until) })
+	sent, err = sendLoop(e.sock, tmpl, false, func() bool { return ctx.Err() != nil || !time.Now().Before(until) })
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -155,6 +174,14 @@ func udpHead(f []byte) (src, dst netip.AddrPort, payload int, ok bool) {
 	return src, dst, ulen - udpLen, true
 }
 
+// bulkRxFrames is how many frames the bulk floors' receivers (the Floor's
+// sink, CountStreamXDP) receive into, with RX and fill rings as deep:
+// ustack's default (stack.Config.RxRingSize). With 1024 a stall of the
+// receiving thread of under 2 ms at 350-600k frames/s ran the fill ring
+// dry and the kernel dropped the rest, on the sender's CPU, which had
+// paid to send them.
+const bulkRxFrames = 16384
+
 // CountStreamXDP asks the Floor's source at remote for a stream of d and
 // counts the datagrams from it that reach local, an AF_XDP socket on
 // queue 0 of iface (in the calling thread's namespace), from the first
@@ -172,7 +199,7 @@ func CountStreamXDP(ctx context.Context, iface string, local, remote netip.AddrP
 	if d <= 0 || d > MaxStream {
 		return Count{}, fmt.Errorf("stream: %v, want up to %v", d, MaxStream)
 	}
-	e, err := openEndpoint(iface, local.Addr(), []bpf.OwnedPort{{Addr: local.Addr(), Proto: bpf.UDP, Port: local.Port()}}, remote.Addr(), needsMultiBuffer(ifc.MTU))
+	e, err := openEndpointRx(iface, local.Addr(), []bpf.OwnedPort{{Addr: local.Addr(), Proto: bpf.UDP, Port: local.Port()}}, remote.Addr(), needsMultiBuffer(ifc.MTU), bulkRxFrames)
 	if err != nil {
 		return Count{}, fmt.Errorf("stream: %w", err)
 	}

@@ -29,6 +29,12 @@ type endpoint struct {
 // ARP. With multiBuffer the socket takes packets larger than a frame as
 // chains. On error nothing is left behind.
 func openEndpoint(iface string, local netip.Addr, ports []bpf.OwnedPort, remote netip.Addr, multiBuffer bool) (_ *endpoint, err error) {
+	return openEndpointRx(iface, local, ports, remote, multiBuffer, 0)
+}
+
+// openEndpointRx is openEndpoint with rx receive frames, and RX and fill
+// rings of that size (a power of two; 0: the default, 1024).
+func openEndpointRx(iface string, local netip.Addr, ports []bpf.OwnedPort, remote netip.Addr, multiBuffer bool, rx uint32) (_ *endpoint, err error) {
 	if !local.Is4() || !remote.Is4() {
 		return nil, fmt.Errorf("reflector client %v → %v: IPv4 only", local, remote)
 	}
@@ -42,10 +48,14 @@ func openEndpoint(iface string, local netip.Addr, ports []bpf.OwnedPort, remote 
 			e.close()
 		}
 	}()
-	if e.umem, err = xsk.NewUMEM(xsk.UMEMConfig{FrameCount: 4096}); err != nil {
+	frames := uint32(4096)
+	if rx > 0 {
+		frames = rx + xsk.DefaultRingSize // and the default TX pool
+	}
+	if e.umem, err = xsk.NewUMEM(xsk.UMEMConfig{FrameCount: frames}); err != nil {
 		return nil, err
 	}
-	if e.sock, err = xsk.Open(e.umem, xsk.Config{Interface: iface, MultiBuffer: multiBuffer}); err != nil {
+	if e.sock, err = xsk.Open(e.umem, xsk.Config{Interface: iface, MultiBuffer: multiBuffer, RxSize: rx, FillSize: rx}); err != nil {
 		return nil, err
 	}
 	e.prog, _, err = bpf.Setup(bpf.Steering{Ifindex: ifc.Index, Mode: bpf.AttachNative, Sockets: []int{e.sock.FD()},

@@ -260,8 +260,8 @@ func (f *Floor) ip() netip.Addr { return netip.AddrFrom4(f.IP) }
 
 // stream sends MTU-sized datagrams to req's sender for d: each a copy of
 // one template into transmit frames (a chain of them above a 3506-byte
-// MTU), 64 descriptors to a kick, as a stack's transmit path would write
-// them (sendLoop).
+// MTU), a TX ring's worth to a kick, as a stack's transmit path would
+// write them (sendLoop).
 func (f *Floor) stream(req udp4, d time.Duration, stop <-chan struct{}, deadline time.Time) {
 	mtu := f.MTU
 	if mtu == 0 {
@@ -281,7 +281,7 @@ func (f *Floor) stream(req udp4, d time.Duration, stop <-chan struct{}, deadline
 		f.Sock.CompleteToFill()
 	}
 	until := time.Now().Add(d)
-	sendLoop(f.Sock, tmpl, func() bool { return time.Now().After(until) || Done(stop, deadline) })
+	sendLoop(f.Sock, tmpl, true, func() bool { return time.Now().After(until) || Done(stop, deadline) })
 }
 
 // FloorConfig configures StartFloor.
@@ -323,12 +323,14 @@ func StartFloor(cfg FloorConfig) (_ *Floor, stop func(), err error) {
 			cleanup()
 		}
 	}()
-	umem, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: 4096})
+	// Receive frames for the sink as deep as ustack's (bulkRxFrames), and
+	// the default transmit pool.
+	umem, err := xsk.NewUMEM(xsk.UMEMConfig{FrameCount: bulkRxFrames + xsk.DefaultRingSize})
 	if err != nil {
 		return nil, nil, err
 	}
 	undo = append(undo, func() { umem.Close() })
-	sock, err := xsk.Open(umem, xsk.Config{Interface: cfg.Interface, MultiBuffer: needsMultiBuffer(ifc.MTU)})
+	sock, err := xsk.Open(umem, xsk.Config{Interface: cfg.Interface, MultiBuffer: needsMultiBuffer(ifc.MTU), RxSize: bulkRxFrames, FillSize: bulkRxFrames})
 	if err != nil {
 		return nil, nil, err
 	}
