@@ -236,7 +236,7 @@ func (r *report) printTables(w io.Writer) {
 		if ks == nil {
 			continue
 		}
-		fmt.Fprintf(w, "\nsingle-flow bulk transfer, %s (Gbit/s of payload; ×k = ratio to kernel, ×floor = to floor-floor's MTU-sized UDP datagrams with copy-mode AF_XDP at both ends in the same direction, the copy-mode ceiling; higher is better)\n", b.dir)
+		fmt.Fprintf(w, "\nsingle-flow bulk transfer, %s (Gbit/s of payload; ×k = ratio to kernel, ×floor = to floor-floor's MTU-sized UDP datagrams with copy-mode AF_XDP at both ends in the same direction, the copy-mode ceiling, client to server for an AF_XDP client only: on veth the sender's CPU bounds that direction, and a kernel TCP client's costs about what the AF_XDP blaster's does; higher is better)\n", b.dir)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "contender\tGbit/s\tframes/s\t×k\t×floor\tsrv CPU s\tcli CPU s\t")
 		for _, n := range names {
@@ -362,7 +362,6 @@ func (r *report) printTargets(w io.Writer) {
 		// Software offload (checksum in the copy, GSO).
 		{"ustack bulk client→server ≥ 1.0× kernel", val("ustack", "bulk") / val("kernel", "bulk"), 1, false},
 		{"ustack bulk server→client ≥ 1.0× kernel", val("ustack", "bulk-s2c") / val("kernel", "bulk-s2c"), 1, false},
-		{"ustack bulk client→server ≥ 0.5× floor's", val("ustack", "bulk") / val("floor-floor", "bulk"), 0.5, false},
 		{"ustack bulk server→client ≥ 0.5× floor's", val("ustack", "bulk-s2c") / val("floor-floor", "bulk-s2c"), 0.5, false},
 		{"ustack rx→tx ring p50 ≤ 3 µs", stage("ustack", stack.StageTxRing.String()), 3, true},
 		// The fast path and handler API (stack.Handler).
@@ -404,7 +403,7 @@ func (r *report) printTargets(w io.Writer) {
 		{"ustack-ustack p50 ≤ 0.5× kernel", p("ustack-ustack", p50) / p("kernel", p50), 0.5, true},
 		{"ustack p50 ≤ 1.3× floor-tcp", p("ustack", p50) / p("floor-tcp", p50), 1.3, true},
 		{"ustack-ustack p50 ≤ 1.3× floor-floor", p("ustack-ustack", p50) / p("floor-floor", p50), 1.3, true},
-		{"ustack bulk client→server ≥ 0.8× floor's", val("ustack", "bulk") / val("floor-floor", "bulk"), 0.8, false},
+		{"ustack-ustack bulk client→server ≥ 0.8× floor-floor's", val("ustack-ustack", "bulk") / val("floor-floor", "bulk"), 0.8, false},
 		{"ustack bulk server→client ≥ 0.8× floor's", val("ustack", "bulk-s2c") / val("floor-floor", "bulk-s2c"), 0.8, false},
 		{"ustack requests/s ≥ 2× kernel", val("ustack", "rate") / val("kernel", "rate"), 2, false},
 		{"ustack RTT ≥ 10× better than gvisor-xdp", p("gvisor-xdp", p50) / p("ustack", p50), 10, false},
