@@ -9,7 +9,7 @@ import (
 	"github.com/ustack-dev/ustack/offload"
 )
 
-// wire is the prototype's memory wire (issue 42 item 1c): a client and a
+// wire is the prototype's memory wire: a client and a
 // server flow, one frame each way, a 64-byte request and an echo handler.
 type wire struct {
 	c, s   *end
@@ -70,7 +70,7 @@ func (w *wire) roundTrip(clk Clock) Reason {
 	return r
 }
 
-// BenchmarkFlowRoundTrip is issue 42's measure-first prototype: request
+// BenchmarkFlowRoundTrip is the fast path's measure-first prototype: request
 // → server's receive → handler → reply → client's receive on the memory
 // wire, with one Clock per round trip standing in for the worker's one
 // clock read per batch. ns/side is the round trip's time over its two

@@ -140,7 +140,9 @@ func (f *Flow) Receive(frame []byte, clk Clock) (Input, Reason) {
 }
 
 // DelayedAck is how long, in microseconds, an ACK may wait for a reply to
-// carry it: netstack's delayed ACK in ustack (patch 0005).
+// carry it: Config.DelayedAck's default, so a flow owes its ACK as long
+// on the fast path as under netstack (RFC 9293
+// §3.8.6.3 allows up to 500 ms).
 const DelayedAck = 500
 
 // mispredicted says why the header word hw at byte 12 differs from the
