@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 )
 
 // A floor is raw AF_XDP code that answers the same client with the least
@@ -129,9 +128,6 @@ func (r *report) floorCell(x *result, q func(*rttQuantiles) float64) string {
 	}
 	return r.floorRatio(x, q)
 }
-
-// isNaN reports whether v is no figure.
-func isNaN(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
 
 // rateFloorCell is a rate median's ratio to its floor's, or "floor
 // beaten".
