@@ -68,7 +68,7 @@ type queue struct {
 	rxFast [tcp.NumFastMiss]atomic.Uint64
 	// synFast counts the verdicts on the SYNs early demux offered a
 	// listener to answer on the worker (tcp.SynVerdict, then
-	// SynMissRoute).
+	// SynMissRoute and SynMissUnresolved).
 	synFast [NumSynVerdicts]atomic.Uint64
 	// synPressure counts the SYNs the worker answered with a cookie
 	// while rxPressure frames or more waited on the RX ring.
@@ -382,7 +382,7 @@ type Counters struct {
 	Fast [tcp.NumFastMiss]uint64
 	// Syn counts the verdicts on the SYNs early demux offered a
 	// listener to answer on the worker (tcp.SynVerdict, then
-	// SynMissRoute).
+	// SynMissRoute and SynMissUnresolved).
 	Syn [NumSynVerdicts]uint64
 	// SynPressure counts the SYNs of Syn[tcp.SynAnswered] the worker
 	// answered with a cookie because half its receive frames waited on

@@ -130,8 +130,7 @@ func (e *Endpoint) worker(i int, q *queue) {
 				}
 				yielded = true
 				q.rxYields.Add(1)
-				q.addBusy(start)
-				start = q.yield()
+				start = q.yield(q.addBusy(start))
 				q.flushTx()
 			}
 			q.deferred.late = false
@@ -158,7 +157,7 @@ func (e *Endpoint) worker(i int, q *queue) {
 				continue
 			}
 			behind = 0
-			q.addBusy(start)
+			now := q.addBusy(start)
 			if q.takeWoke() {
 				// The TCP processing in runDeferred readied the
 				// application goroutines it had data for, most likely
@@ -166,7 +165,7 @@ func (e *Endpoint) worker(i int, q *queue) {
 				// replies before the next kick) here and now rather
 				// than wait to be stolen.
 				q.rxYields.Add(1)
-				q.yield()
+				q.yield(now)
 			}
 			continue
 		}
@@ -188,7 +187,7 @@ func (e *Endpoint) worker(i int, q *queue) {
 		switch e.poll {
 		case Spin:
 			if idle%yieldEvery == 0 {
-				q.yield()
+				q.yield(busyClock())
 			}
 		case Adaptive:
 			if idle == 1 {
@@ -198,7 +197,7 @@ func (e *Endpoint) worker(i int, q *queue) {
 				q.sleep(&e.ready)
 				idle = 0
 			} else if idle%yieldEvery == 0 {
-				q.yield()
+				q.yield(busyClock())
 			}
 		case Blocking:
 			q.wait(&e.ready)
@@ -215,20 +214,23 @@ var busyEpoch = time.Now()
 func busyClock() time.Duration { return time.Since(busyEpoch) }
 
 // yield gives the worker's P to other goroutines (runtime.Gosched) and
-// counts the time until it comes back (Counters.YieldTime): with one P,
+// counts the time from now (busyClock, read by the caller, usually
+// through addBusy) until it comes back (Counters.YieldTime): with one P,
 // what the application's goroutines ran on the worker's CPU. It returns
 // the clock at its return.
-func (q *queue) yield() time.Duration {
-	t := busyClock()
+func (q *queue) yield(now time.Duration) time.Duration {
 	runtime.Gosched()
-	now := busyClock()
-	q.yieldTime.Add(int64(now - t))
-	return now
+	back := busyClock()
+	q.yieldTime.Add(int64(back - now))
+	return back
 }
 
-// addBusy counts the worker's time at work since start.
-func (q *queue) addBusy(start time.Duration) {
-	q.busy.Add(int64(busyClock() - start))
+// addBusy counts the worker's time at work since start and returns the
+// clock it read.
+func (q *queue) addBusy(start time.Duration) time.Duration {
+	now := busyClock()
+	q.busy.Add(int64(now - start))
+	return now
 }
 
 // deliverBatch hands a batch of received frames to netstack, copying each once
