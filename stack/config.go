@@ -358,7 +358,6 @@ const xdpPacketHeadroom = 256
 type umemLayout struct {
 	frameSize          uint32
 	rxFrames, txFrames uint32
-	rxRing             uint32 // the RX and fill rings' size
 }
 
 // size is the UMEM bytes per queue.
@@ -397,7 +396,6 @@ func (c *Config) layout(mtu uint32) (umemLayout, error) {
 	if l.rxFrames < c.RxRingSize/2 {
 		return umemLayout{}, fmt.Errorf("%w: umem size %d leaves %d receive frames, under half of the %d-entry fill ring", ErrConfig, c.UMEMSize, l.rxFrames, c.RxRingSize)
 	}
-	l.rxRing = c.RxRingSize
 	c.UMEMSize = l.size()
 	return l, nil
 }
