@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/ustack-dev/ustack/bpf"
@@ -120,3 +121,83 @@ func (e *endpoint) close() {
 		e.umem = nil
 	}
 }
+
+// flow is one flow of an endpoint as a net.Conn for one goroutine at a
+// time, what Conn (UDP) and TCPConn (TCP-shaped) share: its addresses,
+// the frames received and not yet looked at, and the read deadline;
+// writes never block.
+type flow struct {
+	*endpoint
+	local, remote netip.AddrPort
+	rx            []xsk.Desc // received, not yet looked at: rx[next:]
+	next          int
+	deadline      time.Time
+}
+
+func newFlow(e *endpoint, local, remote netip.AddrPort) flow {
+	return flow{endpoint: e, local: local, remote: remote, rx: make([]xsk.Desc, 0, 64)}
+}
+
+// txFrame takes a free transmit frame for a write: its address and bytes.
+func (f *flow) txFrame() (uint64, []byte, error) {
+	f.sock.Complete()
+	a, ok := f.sock.Alloc()
+	if !ok {
+		return 0, nil, errors.New("write: no free transmit frame")
+	}
+	return a, f.umem.Frame(a), nil
+}
+
+// send transmits the first n bytes of transmit frame a, one kick; the
+// frame goes back to the free list if the ring takes it not.
+func (f *flow) send(a uint64, n int) error {
+	f.one[0] = xsk.Desc{Addr: a, Len: uint32(n)}
+	sent, err := f.sock.Transmit(f.one[:])
+	if sent == 0 {
+		f.sock.Free(a)
+		if err == nil {
+			err = errors.New("transmit ring full")
+		}
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+// readEnd is when a Read that starts now gives up: the deadline, or
+// ReadTimeout from now.
+func (f *flow) readEnd() time.Time {
+	if f.deadline.IsZero() {
+		return time.Now().Add(ReadTimeout)
+	}
+	return f.deadline
+}
+
+// poll takes the next batch off the RX ring into rx. Finding none, it
+// tops up the fill ring and, every 1024th poll i, fails once end has
+// passed.
+func (f *flow) poll(i int, end time.Time) error {
+	m := f.sock.Receive(f.rx[:cap(f.rx)])
+	f.rx, f.next = f.rx[:m], 0
+	if m == 0 {
+		f.sock.Refill()
+		if i%1024 == 0 && time.Now().After(end) {
+			return os.ErrDeadlineExceeded
+		}
+	}
+	return nil
+}
+
+// Close releases the socket, the XDP program and the UMEM.
+func (f *flow) Close() error {
+	f.close()
+	return nil
+}
+
+// SetDeadline sets the read deadline (writes never block).
+func (f *flow) SetDeadline(t time.Time) error { f.deadline = t; return nil }
+
+// SetReadDeadline sets the read deadline.
+func (f *flow) SetReadDeadline(t time.Time) error { f.deadline = t; return nil }
+
+// SetWriteDeadline does nothing: writes never block.
+func (f *flow) SetWriteDeadline(time.Time) error { return nil }

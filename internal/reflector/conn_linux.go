@@ -1,15 +1,12 @@
 package reflector
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"time"
 
 	"github.com/ustack-dev/ustack/bpf"
-	"github.com/ustack-dev/ustack/xsk"
 )
 
 // Conn is one UDP flow on a raw AF_XDP socket, with no stack: the packet
@@ -18,12 +15,7 @@ import (
 // Read, spinning on the RX ring. It is a net.Conn for one goroutine at a
 // time; deadlines bound reads only.
 type Conn struct {
-	*endpoint
-	local    netip.AddrPort
-	remote   netip.AddrPort
-	rx       []xsk.Desc // received, not yet read: rx[next:]
-	next     int
-	deadline time.Time
+	flow
 }
 
 var _ net.Conn = (*Conn)(nil)
@@ -44,7 +36,7 @@ func Dial(iface string, local, remote netip.AddrPort) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Conn{endpoint: e, local: local, remote: remote, rx: make([]xsk.Desc, 0, 64)}, nil
+	return &Conn{flow: newFlow(e, local, remote)}, nil
 }
 
 // Write sends p as one datagram: headers and payload written into a
@@ -53,20 +45,12 @@ func (c *Conn) Write(p []byte) (int, error) {
 	if len(p) > MaxUDPPayload(c.mtu) {
 		return 0, fmt.Errorf("write %d bytes: more than one %d-byte MTU datagram holds", len(p), c.mtu)
 	}
-	c.sock.Complete()
-	a, ok := c.sock.Alloc()
-	if !ok {
-		return 0, errors.New("write: no free transmit frame")
+	a, fr, err := c.txFrame()
+	if err != nil {
+		return 0, err
 	}
-	n := writeUDP4(c.umem.Frame(a), c.peer, c.mac, c.local, c.remote, p)
-	c.one[0] = xsk.Desc{Addr: a, Len: uint32(n)}
-	sent, err := c.sock.Transmit(c.one[:])
-	if sent == 0 {
-		c.sock.Free(a)
-		if err == nil {
-			err = errors.New("transmit ring full")
-		}
-		return 0, fmt.Errorf("write: %w", err)
+	if err := c.send(a, writeUDP4(fr, c.peer, c.mac, c.local, c.remote, p)); err != nil {
+		return 0, err
 	}
 	return len(p), nil
 }
@@ -75,10 +59,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 // into p (a longer one is cut short, as UDP does). It spins on the RX
 // ring until one arrives, the deadline passes or ReadTimeout does.
 func (c *Conn) Read(p []byte) (int, error) {
-	end := c.deadline
-	if end.IsZero() {
-		end = time.Now().Add(ReadTimeout)
-	}
+	end := c.readEnd()
 	for i := 0; ; i++ {
 		for c.next < len(c.rx) {
 			d := c.rx[c.next]
@@ -94,21 +75,10 @@ func (c *Conn) Read(p []byte) (int, error) {
 				return n, nil
 			}
 		}
-		m := c.sock.Receive(c.rx[:cap(c.rx)])
-		c.rx, c.next = c.rx[:m], 0
-		if m == 0 {
-			c.sock.Refill()
-			if i%1024 == 0 && time.Now().After(end) {
-				return 0, os.ErrDeadlineExceeded
-			}
+		if err := c.poll(i, end); err != nil {
+			return 0, err
 		}
 	}
-}
-
-// Close releases the socket, the XDP program and the UMEM.
-func (c *Conn) Close() error {
-	c.close()
-	return nil
 }
 
 // LocalAddr returns the local UDP address.
@@ -116,12 +86,3 @@ func (c *Conn) LocalAddr() net.Addr { return net.UDPAddrFromAddrPort(c.local) }
 
 // RemoteAddr returns the remote UDP address.
 func (c *Conn) RemoteAddr() net.Addr { return net.UDPAddrFromAddrPort(c.remote) }
-
-// SetDeadline sets the read deadline (writes never block).
-func (c *Conn) SetDeadline(t time.Time) error { c.deadline = t; return nil }
-
-// SetReadDeadline sets the read deadline.
-func (c *Conn) SetReadDeadline(t time.Time) error { c.deadline = t; return nil }
-
-// SetWriteDeadline does nothing: writes never block.
-func (c *Conn) SetWriteDeadline(time.Time) error { return nil }

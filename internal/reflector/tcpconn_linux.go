@@ -1,11 +1,9 @@
 package reflector
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -27,20 +25,16 @@ import (
 // AF_XDP. It is a net.Conn for one goroutine at a time; deadlines bound
 // reads only. Nothing is retransmitted.
 type TCPConn struct {
-	*endpoint
-	local, remote netip.AddrPort
-	tmpl          tcpTemplate
+	flow
+	tmpl tcpTemplate
 	// sndNxt is the next byte's sequence number, rcvNxt the peer's,
 	// tsRecent its last TSval.
 	sndNxt, rcvNxt, tsRecent uint32
 	start                    time.Time // the timestamp clock's origin
-	rx                       []xsk.Desc
-	next                     int // received, not yet looked at: rx[next:]
 	// unread is the rest of a segment a Read cut short, in the frame
 	// held (owned until it is read).
-	unread   []byte
-	held     [1]xsk.Desc
-	deadline time.Time
+	unread []byte
+	held   [1]xsk.Desc
 
 	// BadChecksums counts received segments from the peer whose
 	// checksum failed (and were dropped).
@@ -59,7 +53,7 @@ func DialTCP(iface string, local, remote netip.AddrPort) (*TCPConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &TCPConn{endpoint: e, local: local, remote: remote, start: time.Now(), rx: make([]xsk.Desc, 0, 64)}
+	c := &TCPConn{flow: newFlow(e, local, remote), start: time.Now()}
 	c.tmpl.init(e.peer, e.mac, local, remote, true)
 	isn := uint32(c.start.UnixNano())
 	c.sndNxt, c.rcvNxt = isn, isn // the floor's echo numbers its bytes as ours
@@ -80,21 +74,13 @@ func (c *TCPConn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	c.sock.Complete()
-	a, ok := c.sock.Alloc()
-	if !ok {
-		return 0, errors.New("write: no free transmit frame")
+	a, fr, err := c.txFrame()
+	if err != nil {
+		return 0, err
 	}
 	tsval := uint32(time.Since(c.start)/time.Millisecond) + 1
-	n := c.tmpl.write(c.umem.Frame(a), c.sndNxt, c.rcvNxt, tcpAck|tcpPsh, tsval, c.tsRecent, p)
-	c.one[0] = xsk.Desc{Addr: a, Len: uint32(n)}
-	sent, err := c.sock.Transmit(c.one[:])
-	if sent == 0 {
-		c.sock.Free(a)
-		if err == nil {
-			err = errors.New("transmit ring full")
-		}
-		return 0, fmt.Errorf("write: %w", err)
+	if err := c.send(a, c.tmpl.write(fr, c.sndNxt, c.rcvNxt, tcpAck|tcpPsh, tsval, c.tsRecent, p)); err != nil {
+		return 0, err
 	}
 	c.sndNxt += uint32(len(p))
 	return len(p), nil
@@ -114,10 +100,7 @@ func (c *TCPConn) Read(p []byte) (int, error) {
 		}
 		return n, nil
 	}
-	end := c.deadline
-	if end.IsZero() {
-		end = time.Now().Add(ReadTimeout)
-	}
+	end := c.readEnd()
 	for i := 0; ; i++ {
 		for c.next < len(c.rx) {
 			d := c.rx[c.next]
@@ -156,21 +139,10 @@ func (c *TCPConn) Read(p []byte) (int, error) {
 			c.sock.Recycle(c.held[:])
 			return n, nil
 		}
-		m := c.sock.Receive(c.rx[:cap(c.rx)])
-		c.rx, c.next = c.rx[:m], 0
-		if m == 0 {
-			c.sock.Refill()
-			if i%1024 == 0 && time.Now().After(end) {
-				return 0, os.ErrDeadlineExceeded
-			}
+		if err := c.poll(i, end); err != nil {
+			return 0, err
 		}
 	}
-}
-
-// Close releases the socket, the XDP program and the UMEM.
-func (c *TCPConn) Close() error {
-	c.close()
-	return nil
 }
 
 // LocalAddr returns the local TCP address.
@@ -178,15 +150,6 @@ func (c *TCPConn) LocalAddr() net.Addr { return net.TCPAddrFromAddrPort(c.local)
 
 // RemoteAddr returns the remote TCP address.
 func (c *TCPConn) RemoteAddr() net.Addr { return net.TCPAddrFromAddrPort(c.remote) }
-
-// SetDeadline sets the read deadline (writes never block).
-func (c *TCPConn) SetDeadline(t time.Time) error { c.deadline = t; return nil }
-
-// SetReadDeadline sets the read deadline.
-func (c *TCPConn) SetReadDeadline(t time.Time) error { c.deadline = t; return nil }
-
-// SetWriteDeadline does nothing: writes never block.
-func (c *TCPConn) SetWriteDeadline(time.Time) error { return nil }
 
 // copyVerified copies s's payload (of frame f) into p, which holds it,
 // checking the IPv4 header's and the TCP checksum in the same pass. A
