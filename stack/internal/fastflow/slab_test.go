@@ -1,8 +1,12 @@
 package fastflow
 
 import (
+	"bytes"
 	"errors"
+	"reflect"
 	"testing"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 )
 
 func TestSlab(t *testing.T) {
@@ -77,5 +81,70 @@ func TestInitRefuses(t *testing.T) {
 	if got.SndUna != st.SndUna || got.RcvEdge != st.RcvEdge || got.SrcIP != st.SrcIP || got.DstMAC != st.DstMAC ||
 		got.DstPort != st.DstPort || !got.TS || got.TSRecent != st.TSRecent || got.RTO != initialRTO {
 		t.Errorf("export %+v of %+v", got, st)
+	}
+}
+
+// A flow exported with segments in flight and imported by InitInFlight
+// behaves as the original: the same next segment, the same release and
+// RTT sample when the peer acknowledges.
+func TestInitInFlightContinues(t *testing.T) {
+	a, b := newPair(t, 100, 9000)
+	clk := Clock{Us: 1000, Ms: 1}
+	for i := 0; i < 3; i++ {
+		fr := a.send(t, []byte("request "+string(rune('0'+i))), clk)
+		if _, r := b.f.Receive(fr, clk); r != OK {
+			t.Fatalf("receive %d: %v", i, r)
+		}
+		clk.Us += 10
+	}
+	st := a.f.Export()
+	if len(st.InFlight) != 3 {
+		t.Fatalf("%d segments in flight, want 3", len(st.InFlight))
+	}
+	unacked := make([]byte, a.f.InFlight())
+	mask := uint32(len(a.ring) - 1)
+	for i := range unacked {
+		unacked[i] = a.ring[(st.SndUna+uint32(i))&mask]
+	}
+	s, err := NewSlab(SlabConfig{Flows: 1, RingSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &end{slab: s, f: s.Flow(0), ring: s.Ring(0)}
+	if err := c.f.InitInFlight(&st, c.ring, unacked); err != nil {
+		t.Fatal(err)
+	}
+	// Counters start again at a promotion; the rest is the same.
+	noCounts := func(st State) State {
+		st.SegsIn, st.SegsOut, st.BytesIn, st.BytesOut = 0, 0, 0, 0
+		return st
+	}
+	if got, want := noCounts(c.f.Export()), noCounts(a.f.Export()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("imported state differs:\n got %+v\nwant %+v", got, want)
+	}
+	// The peer acknowledges the first two; both flows release the same.
+	ack := b.f.Export()
+	ackFr := seg{seq: ack.SndNxt, ack: st.InFlight[1].End, flags: header.TCPFlagAck, wnd: 512, ts: true, tsVal: 6000, tsEcr: 1}.build()
+	ia, ra := a.f.Receive(ackFr, clk)
+	ic, rc := c.f.Receive(ackFr, clk)
+	if ra != OK || rc != OK || ia.Acked != ic.Acked || ia.Acked == 0 {
+		t.Fatalf("ack: original %+v %v, imported %+v %v", ia, ra, ic, rc)
+	}
+	if got, want := noCounts(c.f.Export()), noCounts(a.f.Export()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the ACK:\n got %+v\nwant %+v", got, want)
+	}
+	fa := a.send(t, []byte("next"), clk)
+	fc := c.send(t, []byte("next"), clk)
+	if !bytes.Equal(fa, fc) {
+		t.Fatalf("next segment differs")
+	}
+	// Refusals: a record that does not end at SND.NXT, bytes missing.
+	bad := st
+	bad.InFlight = bad.InFlight[:2]
+	if err := c.f.InitInFlight(&bad, c.ring, unacked); !errors.Is(err, ErrState) {
+		t.Fatalf("short record: %v", err)
+	}
+	if err := c.f.InitInFlight(&st, c.ring, unacked[1:]); !errors.Is(err, ErrState) {
+		t.Fatalf("short bytes: %v", err)
 	}
 }

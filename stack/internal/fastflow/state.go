@@ -133,6 +133,49 @@ func (f *Flow) Init(st *State) error {
 	return nil
 }
 
+// InitInFlight is Init for a connection with segments in flight, as
+// the slow path hands one over after a reply it sent: st.InFlight lists
+// them oldest first (at most eight, the last ending at SndNxt), and
+// unacked holds their bytes, [SndUna, SndNxt), which go into ring (the
+// flow's send ring) at their sequence numbers. The retransmission
+// deadline runs from the oldest segment's send time.
+func (f *Flow) InitInFlight(st *State, ring, unacked []byte) error {
+	out := st.SndNxt - st.SndUna
+	switch {
+	case out == 0:
+		return f.Init(st)
+	case len(st.InFlight) == 0 || len(st.InFlight) > maxInflight:
+		return fmt.Errorf("%w: %d segments in flight", ErrState, len(st.InFlight))
+	case st.InFlight[len(st.InFlight)-1].End != st.SndNxt:
+		return fmt.Errorf("%w: in-flight record ends at %d, SND.NXT %d", ErrState, st.InFlight[len(st.InFlight)-1].End, st.SndNxt)
+	case uint32(len(unacked)) != out || out > uint32(len(ring)) || len(ring)&(len(ring)-1) != 0:
+		return fmt.Errorf("%w: %d bytes in flight, %d given, ring %d", ErrState, out, len(unacked), len(ring))
+	}
+	prev := st.SndUna
+	for _, s := range st.InFlight {
+		if !seqLT(prev, s.End) || seqLT(st.SndNxt, s.End) {
+			return fmt.Errorf("%w: in-flight segment ending at %d out of order", ErrState, s.End)
+		}
+		prev = s.End
+	}
+	quiet := *st
+	quiet.SndNxt = st.SndUna
+	if err := f.Init(&quiet); err != nil {
+		return err
+	}
+	mask := uint32(len(ring) - 1)
+	c := copy(ring[st.SndUna&mask:], unacked)
+	copy(ring, unacked[c:])
+	for i, s := range st.InFlight {
+		f.inflight[i] = sent{end: s.End, at: s.At}
+	}
+	f.fltHead, f.fltLen = 0, uint8(len(st.InFlight))
+	f.sndNxt, f.sndEnd = st.SndNxt, st.SndNxt
+	f.lossAt = st.InFlight[0].At + f.rto
+	f.updateRoom()
+	return nil
+}
+
 // Export returns the flow's state for the slow path to continue the
 // connection: the inverse of Init, with the segments in flight (their
 // bytes are in the send ring at their sequence numbers) and the counters.
