@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/seqnum"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 )
@@ -330,6 +331,10 @@ func TestHandOverRefused(t *testing.T) {
 			p.writeFlight(c, diffPayload(0, 10))
 			p.awaitResend(1, "the unacknowledged segment")
 		}, false, tcp.HandOutRecovery},
+		{"keepalive unanswered", 8, func(t *testing.T, p *scriptPeer, c net.Conn, mss int) {
+			keepalive(t, c.(*tcpConn).ep, 20*time.Millisecond)
+			p.Expect(seg{Flags: "A", Seq: 0, Ack: 1})
+		}, false, tcp.HandOutKeepalive},
 		{"sack hole", 8, func(t *testing.T, p *scriptPeer, c net.Conn, mss int) {
 			starts, _ := p.writeFlight(c, diffPayload(0, uint32(2*mss)))
 			p.Send(seg{Flags: "A", Seq: 1, Ack: 1, SACK: [][2]uint32{{starts[1], 1 + uint32(2*mss)}}})
@@ -433,4 +438,90 @@ func TestHandOverParked(t *testing.T) {
 		p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("anyone?")})
 		p.Expect(seg{Flags: "R", Seq: 1})
 	})
+}
+
+// keepalive turns ep's keepalive on, probing after d idle and every d.
+func keepalive(t *testing.T, ep *tcp.Endpoint, d time.Duration) {
+	t.Helper()
+	idle, interval := tcpip.KeepaliveIdleOption(d), tcpip.KeepaliveIntervalOption(d)
+	if err := ep.SetSockOpt(&idle); err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.SetSockOpt(&interval); err != nil {
+		t.Fatal(err)
+	}
+	ep.SocketOptions().SetKeepAlive(true)
+}
+
+// TestHandOverKeepalive: HandOut stops the keepalive timer (no probe
+// while parked, however long) and TakeBack restores it (a probe after
+// the idle time).
+func TestHandOverKeepalive(t *testing.T) {
+	p, _, ep := handOverPeer(t, handOverOptions())
+	keepalive(t, ep, 50*time.Millisecond)
+	h := handOutOK(t, ep, 8, nil)
+	p.ExpectNothing(150 * time.Millisecond)
+	if err := ep.TakeBack(&h, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.Expect(seg{Flags: "A", Seq: 0, Ack: 1})
+}
+
+// TestHandOverAckOwed: a TakeBack with data received and not yet
+// acknowledged (AckOwed) sends the ACK owed, at once with delayed ACKs
+// off, within the delayed-ACK time with them on.
+func TestHandOverAckOwed(t *testing.T) {
+	for _, delack := range []time.Duration{-1, 20 * time.Millisecond} {
+		t.Run(fmt.Sprintf("delack=%v", delack), func(t *testing.T) {
+			o := handOverOptions()
+			o.Config = func(c *Config) { c.DelayedAck = delack }
+			p, _, ep := handOverPeer(t, o)
+			h := handOutOK(t, ep, 8, nil)
+			h.RcvNxt += 10 // a request the fast path took and did not answer
+			h.AckOwed = true
+			if err := ep.TakeBack(&h, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			p.Expect(seg{Flags: "A", Seq: 1, Ack: 11})
+			if delack > 0 && time.Since(start) < delack/2 {
+				t.Errorf("the ACK owed went after %v, before the delayed-ACK time %v", time.Since(start), delack)
+			}
+		})
+	}
+}
+
+// TestHandOverAbort: Abort of a parked connection ends it without a
+// segment, and TakeBack then reports it not parked.
+func TestHandOverAbort(t *testing.T) {
+	p, _, ep := handOverPeer(t, handOverOptions())
+	h := handOutOK(t, ep, 8, nil)
+	ep.Abort()
+	p.ExpectNothing(50 * time.Millisecond)
+	if err := ep.TakeBack(&h, nil, nil); !errors.Is(err, tcp.ErrNotParked) {
+		t.Fatalf("TakeBack after Abort: %v, want %v", err, tcp.ErrNotParked)
+	}
+}
+
+// TestHandOverQuietAllocs: a hand-out and take-back at a quiet point (no
+// byte in flight) allocate nothing.
+func TestHandOverQuietAllocs(t *testing.T) {
+	_, _, ep := handOverPeer(t, handOverOptions())
+	var fail error
+	allocs := testing.AllocsPerRun(100, func() {
+		h, _, miss := ep.HandOut(nil, 8)
+		if miss != tcp.HandOutOK {
+			fail = fmt.Errorf("HandOut: %v", miss)
+			return
+		}
+		if err := ep.TakeBack(&h, nil, nil); err != nil {
+			fail = err
+		}
+	})
+	if fail != nil {
+		t.Fatal(fail)
+	}
+	if allocs != 0 {
+		t.Errorf("a quiet hand-out and take-back allocate %v times, want 0", allocs)
+	}
 }

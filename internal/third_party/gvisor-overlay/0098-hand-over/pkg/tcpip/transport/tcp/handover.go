@@ -40,7 +40,9 @@ import (
 //     dropped from the segment queue): the fast path's owner must not
 //     deliver the connection's segments to netstack, and one that races
 //     with the hand-over is a loss the peer repairs;
-//   - timers do nothing (HandOut stopped them; TakeBack arms them again);
+//   - timers do nothing (HandOut stopped them; TakeBack arms them again),
+//     and a segment netstack would send (a window update after a
+//     receive buffer change, say) is not sent;
 //   - Write returns ErrWouldBlock, so a blocking writer waits for the
 //     writable event TakeBack raises; Read finds the receive queue as
 //     HandOut left it, empty, and waits likewise;
