@@ -2,6 +2,7 @@ package stack
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/seqnum"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 )
@@ -82,7 +84,9 @@ func handOverMSS(t *testing.T, ep *tcp.Endpoint) int {
 }
 
 // recorded runs a scripted connection and returns every segment ustack
-// sent on it, its TSvals left out (a clock), TSecr kept.
+// sent on it: its IPv4 header and TCP segment in hex, with what is a
+// clock, a counter or a random draw apart from TCP's state zeroed (see
+// maskedSegment), under the segment as the script reads it.
 func recorded(t *testing.T, play func(p *scriptPeer, c net.Conn, ep *tcp.Endpoint)) []string {
 	t.Helper()
 	p, c, ep := handOverPeer(t, handOverOptions())
@@ -90,16 +94,47 @@ func recorded(t *testing.T, play func(p *scriptPeer, c net.Conn, ep *tcp.Endpoin
 	p.frame = func(frame []byte) {
 		if s, ok := p.parse(frame); ok {
 			s.TSval = 0
-			sent = append(sent, s.String())
+			sent = append(sent, s.String()+"\n    "+maskedSegment(t, frame, p.irs))
 		}
 	}
 	play(p, c, ep)
 	return sent
 }
 
+// maskedSegment returns an IPv4 frame's IP header and TCP segment in hex
+// with the IP ID, both checksums and the TSval zeroed, and the sequence
+// number relative to irs (ustack's ISN, which each connection draws).
+func maskedSegment(t *testing.T, frame []byte, irs seqnum.Value) string {
+	t.Helper()
+	ip := header.IPv4(append([]byte(nil), frame[header.EthernetMinimumSize:]...))
+	ip.SetID(0)
+	ip.SetChecksum(0)
+	tcph := header.TCP(ip[ip.HeaderLength():])
+	tcph.SetChecksum(0)
+	tcph.SetSequenceNumber(tcph.SequenceNumber() - uint32(irs))
+	opts := tcph[header.TCPMinimumSize:tcph.DataOffset()]
+	for i := 0; i < len(opts); {
+		switch k := opts[i]; {
+		case k == header.TCPOptionEOL:
+			i = len(opts)
+		case k == header.TCPOptionNOP:
+			i++
+		case i+1 >= len(opts) || opts[i+1] < 2:
+			t.Fatalf("malformed TCP options % x", opts)
+		default:
+			if k == header.TCPOptionTS {
+				clear(opts[i+2 : i+6])
+			}
+			i += int(opts[i+1])
+		}
+	}
+	return hex.EncodeToString(ip)
+}
+
 // TestHandOverRoundTrip: a connection handed out at a quiet point and
 // taken back at once with the state HandOut gave sends exactly the
-// segments (every header field but TSval, and the payloads) that the same
+// segments (every IP and TCP header field but the IP ID, the checksums
+// and TSval, and the payloads) that the same
 // script draws from a connection never handed out, through more requests,
 // a lost reply retransmitted, and the close: with nothing in flight, and
 // with the reply in flight.
