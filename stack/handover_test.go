@@ -244,6 +244,43 @@ func TestHandOverInFlightRetransmit(t *testing.T) {
 			})
 		}
 	}
+	// All lost: the first goes again on the retransmission timeout, as
+	// it went the first time (a full segment cut from a larger send
+	// without PSH).
+	for _, segs := range []int{1, 3} {
+		t.Run(fmt.Sprintf("all lost/segs=%d", segs), func(t *testing.T) {
+			o := handOverOptions()
+			o.NoSACK = true
+			p, c, ep := handOverPeer(t, o)
+			mss := handOverMSS(t, ep)
+			data := diffPayload(0, uint32(mss*(segs-1)+100))
+			var first seg
+			if _, err := c.Write(data); err != nil {
+				t.Fatal(err)
+			}
+			for got := 0; got < len(data); {
+				s := p.Expect(seg{Flags: "A", Seq: 1 + uint32(got), Ack: 1, Payload: data[got:min(got+mss, len(data))]}.withFlags(got+mss >= len(data)))
+				if got == 0 {
+					first = s
+				}
+				got += len(s.Payload)
+			}
+			h := handOutOK(t, ep, segs, data)
+			if err := ep.TakeBack(&h, data, nil); err != nil {
+				t.Fatal(err)
+			}
+			p.Expect(seg{Flags: first.Flags, Seq: 1, Ack: 1, Payload: first.Payload})
+		})
+	}
+}
+
+// withFlags returns s with flags PA if psh, else A.
+func (s seg) withFlags(psh bool) seg {
+	s.Flags = "A"
+	if psh {
+		s.Flags = "PA"
+	}
+	return s
 }
 
 // TestHandOverAdvanced: TakeBack with the state a fast path reached after

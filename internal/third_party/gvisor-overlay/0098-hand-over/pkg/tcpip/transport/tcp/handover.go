@@ -356,7 +356,7 @@ func (e *Endpoint) handOutCheckLocked(maxSegs int) HandOutMiss {
 // oldest segment's send time plus RTO; the ACK owed (h.AckOwed) is sent
 // at once or on the delayed-ACK timer, as netstack decides for data it
 // received; keepalive is restored; the unsent bytes go as the windows
-// allow; writers and readers are woken. netstack's counters do not count
+// allow; writers waiting are woken. netstack's counters do not count
 // the fast path's segments.
 //
 // On an error e stays parked and unchanged: ErrNotParked if e is not
@@ -366,7 +366,7 @@ func (e *Endpoint) TakeBack(h *HandOver, inflight, unsent []byte) error {
 	err := e.takeBackLocked(h, inflight, unsent)
 	e.UnlockUser()
 	if err == nil {
-		e.waiterQueue.Notify(waiter.WritableEvents | waiter.ReadableEvents)
+		e.waiterQueue.Notify(waiter.WritableEvents)
 	}
 	return err
 }
@@ -458,12 +458,18 @@ func (e *Endpoint) takeBackLocked(h *HandOver, inflight, unsent []byte) error {
 	// The write list: the segments in flight, then the unsent bytes.
 	mark := e.ops.GetMark()
 	start := una
-	for _, hs := range h.InFlight {
+	for i, hs := range h.InFlight {
 		end := seqnum.Value(hs.End)
 		b := inflight[una.Size(start):una.Size(end)]
 		seg := newOutgoingSegment(e.TransportEndpointInfo.ID, e.stack.Clock(), buffer.MakeWithData(b), mark)
 		seg.sequenceNumber = start
+		// PSH as netstack sends a write cut into segments: on the
+		// last, not on a full one cut from the same send (the next
+		// sent at the same time).
 		seg.flags = header.TCPFlagAck | header.TCPFlagPsh
+		if len(b) == s.MaxPayloadSize && i+1 < len(h.InFlight) && h.InFlight[i+1].At == hs.At {
+			seg.flags = header.TCPFlagAck
+		}
 		seg.xmitTime = hs.At
 		seg.xmitCount = 1
 		s.writeList.PushBack(seg)
