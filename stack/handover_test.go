@@ -290,11 +290,39 @@ func (s seg) withFlags(psh bool) seg {
 // TS.Recent echoed and TSval continuing the clock HandOut gave; and it
 // accepts the peer's next segment and the ACK of what it sent.
 func TestHandOverAdvanced(t *testing.T) {
-	p, c, ep := handOverPeer(t, handOverOptions())
+	for _, v6 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ipv6=%v", v6), func(t *testing.T) { testHandOverAdvanced(t, v6) })
+	}
+}
+
+func testHandOverAdvanced(t *testing.T, v6 bool) {
+	o := handOverOptions()
+	o.IPv6 = v6
+	p, c, ep := handOverPeer(t, o)
+	// The TTL (hop limit) and TOS (traffic class) of ustack's frames,
+	// the latter set to something other than the default.
+	opt := tcpip.IPv4TOSOption
+	if v6 {
+		opt = tcpip.IPv6TrafficClassOption
+	}
+	if err := ep.SetSockOptInt(opt, 0x28); err != nil {
+		t.Fatal(err)
+	}
+	var ttl, tos uint8
+	p.frame = func(frame []byte) {
+		if ip := frame[header.EthernetMinimumSize:]; v6 {
+			ttl, tos = header.IPv6(ip).HopLimit(), ip[0]<<4|ip[1]>>4
+		} else {
+			ttl, tos = header.IPv4(ip).TTL(), ip[1]
+		}
+	}
 	p.exchange(c, 1, 1, []byte("request 1"), []byte("reply 1"))
 	p.Send(seg{Flags: "A", Seq: 10, Ack: 8})
 	p.ExpectNothing(20 * time.Millisecond)
 	h := handOutOK(t, ep, 8, nil)
+	if h.TTL != ttl || h.TOS != tos || tos != 0x28 {
+		t.Errorf("HandOut gave TTL %d TOS %#x, ustack's frames carry %d and %#x", h.TTL, h.TOS, ttl, tos)
+	}
 	edge := h.RcvEdge
 
 	// The fast path's work: five requests of 100 bytes received, five
