@@ -1174,6 +1174,12 @@ func (e *Endpoint) sendData(next *segment) {
 // indicating that the connection is being reset due to receiving a RST.
 // +checklocks:e.mu
 func (e *Endpoint) resetConnectionLocked(err tcpip.Error) {
+	// ustack: a parked connection ends without a RST, whose sequence
+	// number netstack does not know (handover.go).
+	if e.abandonParkedLocked() {
+		e.hardError = err
+		return
+	}
 	// Only send a reset if the connection is being aborted for a reason
 	// other than receiving a reset.
 	e.hardError = err
@@ -1348,6 +1354,10 @@ func (e *Endpoint) handleReset(s *segment) (ok bool, err tcpip.Error) {
 // +checklocksexclude:e.segmentQueue.mu
 // +checklocksexclude:e.snd.rtt.rttMutex
 func (e *Endpoint) handleSegmentsLocked() tcpip.Error {
+	// ustack: a fast path owns a parked connection (handover.go).
+	if e.dropParkedLocked() {
+		return nil
+	}
 	// ustack: an ACK the fast path left pending comes before the
 	// segments that arrived after it (patch 0084).
 	e.runLateAckLocked()

@@ -394,6 +394,11 @@ type Endpoint struct {
 	// +checklocks:mu
 	fastAckOwed bool `state:"nosave"`
 
+	// parked is set while a fast path outside netstack owns the
+	// connection: from HandOut to TakeBack (ustack; handover.go).
+	// +checklocks:mu
+	parked bool `state:"nosave"`
+
 	// pendingInline is set while e waits in a link endpoint's Deferrer to
 	// be processed after the receive batch (ustack).
 	pendingInline atomicbitops.Bool `state:"nosave"`
@@ -1723,6 +1728,11 @@ func (e *Endpoint) isEndpointWritableLocked() (int, tcpip.Error) {
 	if e.sndQueueInfo.SndClosed {
 		return 0, &tcpip.ErrClosedForSend{}
 	}
+	// ustack: a fast path owns the connection; the writer waits for
+	// TakeBack's writable event (handover.go).
+	if e.parked {
+		return 0, &tcpip.ErrWouldBlock{}
+	}
 
 	sndBufSize := e.getSendBufferSize()
 	avail := sndBufSize - e.sndQueueInfo.SndBufUsed
@@ -2794,6 +2804,11 @@ func (e *Endpoint) Shutdown(flags tcpip.ShutdownFlags) tcpip.Error {
 // +checklocks:e.mu
 // +checklocksexclude:e.snd.rtt.rttMutex
 func (e *Endpoint) shutdownLocked(flags tcpip.ShutdownFlags) tcpip.Error {
+	// ustack: a parked connection's FIN would carry sequence numbers
+	// netstack does not know: it ends without one (handover.go).
+	if flags&tcpip.ShutdownWrite != 0 && e.abandonParkedLocked() {
+		return nil
+	}
 	e.shutdownFlags |= flags
 	switch {
 	case e.EndpointState().connected():

@@ -313,7 +313,8 @@ func (e *Endpoint) predictLocked(hdr header.TCP, payloadLen int, hasTS bool, tsV
 	if e.EndpointState() != StateEstablished || e.rcv.closed {
 		return FastMissState
 	}
-	if !e.segmentQueue.empty() {
+	// A fast path outside netstack owns a parked connection (HandOut).
+	if !e.segmentQueue.empty() || e.parked {
 		return FastMissBusy
 	}
 	if hasTS != e.SendTSOk {

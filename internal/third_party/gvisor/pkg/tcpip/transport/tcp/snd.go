@@ -2154,6 +2154,11 @@ func (s *sender) sendSegmentFromPacketBuffer(pkt *stack.PacketBuffer, flags head
 // that has just read the clock: now (ustack).
 // +checklocks:s.ep.mu
 func (s *sender) sendSegmentFromPacketBufferAt(now tcpip.MonotonicTime, pkt *stack.PacketBuffer, flags header.TCPFlags, seq seqnum.Value) tcpip.Error {
+	// ustack: a parked connection's numbers are the fast path's to
+	// send (handover.go).
+	if s.ep.parked {
+		return nil
+	}
 	s.LastSendTime = now
 	if seq == s.RTTMeasureSeqNum {
 		s.RTTMeasureTime = s.LastSendTime
@@ -2187,6 +2192,10 @@ func (s *sender) sendSegmentFromPacketBufferAt(now tcpip.MonotonicTime, pkt *sta
 // sendEmptySegment sends a new empty segment, flags and sequence number.
 // +checklocks:s.ep.mu
 func (s *sender) sendEmptySegment(flags header.TCPFlags, seq seqnum.Value) tcpip.Error {
+	// ustack: not while parked (handover.go).
+	if s.ep.parked {
+		return nil
+	}
 	s.LastSendTime = s.ep.stack.Clock().NowMonotonic()
 	if seq == s.RTTMeasureSeqNum {
 		s.RTTMeasureTime = s.LastSendTime

@@ -189,6 +189,13 @@ func (e *Endpoint) stopTimerClock() {
 // for the lock.
 func (e *Endpoint) timerClockFired() {
 	e.mu.Lock()
+	// ustack: a fast path owns a parked connection; TakeBack arms the
+	// timers again (handover.go).
+	if e.parked {
+		e.timerClockAt = tcpip.MonotonicTime{}
+		e.mu.Unlock()
+		return
+	}
 	// ustack: an ACK the fast path left pending before the timers act
 	// on what it acknowledges (patch 0084).
 	e.runLateAckLocked()
