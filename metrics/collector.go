@@ -43,13 +43,13 @@ type netstackCounter struct {
 type Collector struct {
 	s *stack.Stack
 
-	queue    []statSeries // stack.QueueStats, labelled by queue
-	stats    []statSeries // stack.Stats' own counters
-	steering *prometheus.Desc
-	netstack []netstackCounter
-	trace    *prometheus.Desc
-	traceN   *prometheus.Desc
-	descs    []*prometheus.Desc // every family, once, for Describe
+	queue                        []statSeries // stack.QueueStats, labelled by queue
+	stats                        []statSeries // stack.Stats' own counters
+	steering, demotions, refused *prometheus.Desc
+	netstack                     []netstackCounter
+	trace                        *prometheus.Desc
+	traceN                       *prometheus.Desc
+	descs                        []*prometheus.Desc // every family, once, for Describe
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -88,6 +88,8 @@ func NewCollector(s *stack.Stack) *Collector {
 	add(&c.queue, queueTable)
 	add(&c.stats, statsTable)
 	c.steering = desc(famSteering, false)
+	c.demotions = desc(famDemotions, false)
+	c.refused = desc(famRefused, false)
 	c.trace = prometheus.NewDesc(ns+"_trace_stage_seconds", "Latency breakdown (Config.Trace): time from a request's RX batch to each stage, by percentile.", []string{"stage", "quantile"}, nil)
 	c.traceN = prometheus.NewDesc(ns+"_trace_stage_requests_total", "Requests the latency breakdown recorded per stage.", []string{"stage"}, nil)
 	c.descs = append(c.descs, c.trace, c.traceN)
@@ -147,6 +149,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	emit(ch, reflect.ValueOf(&st).Elem(), c.stats)
 	for r, n := range st.Steering {
 		ch <- prometheus.MustNewConstMetric(c.steering, prometheus.CounterValue, float64(n), bpf.Reason(r).String())
+	}
+	for r, n := range st.FastPath.DemotionsBy {
+		ch <- prometheus.MustNewConstMetric(c.demotions, prometheus.CounterValue, float64(n), r)
+	}
+	for r, n := range st.FastPath.PromoteRefusedBy {
+		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(n), r)
 	}
 	if t := st.Trace; t != nil {
 		for _, s := range t.Stages {

@@ -76,6 +76,12 @@ var (
 	famSynMisses = &family{name: "tcp_syn_misses_total",
 		help:   "SYNs to a listener the worker left to netstack's listener (Config.NoFastPath), by reason: cookie (SynCookies auto with half-open connections to spare, worker not behind), busy (listener locked elsewhere, no TX frame), route (peer off ustack's on-link prefixes with no default router of its family), unresolved (off-link peer, router's MAC not resolved yet), other (listener shutting down, IP settings).",
 		labels: []string{"reason"}}
+	famDemotions = &family{name: "fast_path_demotions_by_reason_total",
+		help:   "Connections the owned fast path handed back to netstack, by reason: a segment or send it does not do (dup-ack, sack, out-of-order, old-data, window-limited, control-flags, ...), timeout (data in flight past the retransmission deadline), close (the handler closed the connection).",
+		labels: []string{"reason"}}
+	famRefused = &family{name: "fast_path_promotions_refused_by_reason_total",
+		help:   "Promotions to the owned fast path not made, by reason: netstack's (busy, state, recovery, receive, unsent, in-flight, window, keepalive) or fast-path (its slab full).",
+		labels: []string{"reason"}}
 	famSteering = &family{name: "steering_packets_total",
 		help:   "Packets the XDP steering program classified, by verdict reason.",
 		labels: []string{"reason"}}
@@ -148,10 +154,22 @@ var queueExports = map[string]export{
 // statsExports is the metric of every field of stack.Stats other than
 // the per-queue ones, by field path, as queueExports is for QueueStats.
 var statsExports = map[string]export{
-	"Queues":     {custom: "per queue, by queueExports"},
-	"Steering":   {custom: "steering_packets_total, one series per bpf.Reason"},
-	"AttachMode": {none: "how the XDP program is attached: a state, not a counter"},
-	"OwnedPorts": {series: []series{{fam: &family{name: "owned_ports", help: "(address, protocol, port) entries steered to ustack now.", gauge: true}}}},
+	"Queues":   {custom: "per queue, by queueExports"},
+	"Steering": {custom: "steering_packets_total, one series per bpf.Reason"},
+
+	"FastPath.Flows":            {series: []series{{fam: &family{name: "fast_path_flows", help: "Handler connections the owned fast path carries now (Config.NetstackFastPath).", gauge: true}}}},
+	"FastPath.Promotions":       own("fast_path_promotions_total", "Handler connections netstack handed to the owned fast path."),
+	"FastPath.Demotions":        own("fast_path_demotions_total", "Connections the owned fast path handed back to netstack (fast_path_demotions_by_reason_total says why)."),
+	"FastPath.DemotionsBy":      {custom: "fast_path_demotions_by_reason_total, one series per reason"},
+	"FastPath.PromoteRefused":   own("fast_path_promotions_refused_total", "Promotions to the owned fast path not made (fast_path_promotions_refused_by_reason_total says why)."),
+	"FastPath.PromoteRefusedBy": {custom: "fast_path_promotions_refused_by_reason_total, one series per reason"},
+	"FastPath.SegmentsIn":       own("fast_path_segments_received_total", "TCP segments the owned fast path received."),
+	"FastPath.SegmentsOut":      own("fast_path_segments_sent_total", "TCP segments the owned fast path sent, pure ACKs included."),
+	"FastPath.BytesIn":          own("fast_path_bytes_received_total", "Payload bytes the owned fast path received and gave to handlers."),
+	"FastPath.BytesOut":         own("fast_path_bytes_sent_total", "Payload bytes the owned fast path sent (first transmissions: it never retransmits)."),
+	"FastPath.PureAcks":         own("fast_path_pure_acks_total", "Pure ACKs the owned fast path sent for data no reply acknowledged in time."),
+	"AttachMode":                {none: "how the XDP program is attached: a state, not a counter"},
+	"OwnedPorts":                {series: []series{{fam: &family{name: "owned_ports", help: "(address, protocol, port) entries steered to ustack now.", gauge: true}}}},
 
 	"TCPActiveOpens":        {netstack: "TCP.ActiveConnectionOpenings"},
 	"TCPPassiveOpens":       {netstack: "TCP.PassiveConnectionOpenings"},

@@ -141,6 +141,16 @@ type Config struct {
 	// answers with a SYN cookie is answered by the worker from the frame
 	// (Stats.TCPSynsOnWorker). For comparisons.
 	NoFastPath bool
+	// NetstackFastPath leaves a handler's established connections to
+	// netstack and its fast path above. By default ustack owns them
+	// while they are in the common case (in order, loss-free, not
+	// limited by the window, IPv4): the worker receives their segments
+	// with header prediction, gives the payload to the handler from the
+	// frame, and cuts the replies from a per-connection send ring into
+	// TX frames behind a header template; netstack takes a connection
+	// back at the first thing that path does not do (Stats.Owned*).
+	// Off with NoFastPath too. For comparisons.
+	NetstackFastPath bool
 	// NoTxChecksum makes netstack compute TCP and UDP checksums in a pass
 	// of its own before the copy into the UMEM frame. By default the link
 	// endpoint tells netstack it offloads them and computes each one

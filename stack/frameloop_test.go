@@ -150,21 +150,44 @@ func TestMemFrameLoopAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under the race detector")
 	}
-	for _, v := range []struct{ handler, noFast bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
-		handler, noFast := v.handler, v.noFast
-		name := map[bool]string{false: "net.Conn", true: "handler"}[handler]
-		if noFast {
-			name += "-nofastpath"
-		}
-		t.Run(name, func(t *testing.T) {
-			l := newFrameLoop(t, handler, func(c *Config) { c.Poll = Spin; c.NoFastPath = noFast })
+	for _, v := range frameLoopVariants {
+		t.Run(v.name, func(t *testing.T) {
+			l := newFrameLoop(t, v.handler, v.config(false))
 			for i := 0; i < 200; i++ {
 				l.round()
 			}
 			if n := testing.AllocsPerRun(2000, l.round); n > 0.01 {
 				t.Fatalf("%.2f allocations per request, want 0", n)
 			}
+			if f := l.p.s.Stats().FastPath; v.owned() && (f.Flows != 1 || f.SegmentsIn < 2000) {
+				t.Fatalf("the owned fast path did not carry the connection: %+v", f)
+			}
 		})
+	}
+}
+
+// frameLoopVariants are the servers the frame loop runs: a handler on the
+// owned fast path (the default), on netstack's fast path
+// (handler-netstack: Config.NetstackFastPath), and with no fast path
+// (nofastpath: Config.NoFastPath, the before of both); the same for a
+// net.Conn server, which the owned fast path does not carry.
+var frameLoopVariants = []frameLoopVariant{
+	{"net.Conn", false, false, false}, {"handler", true, false, false}, {"handler-netstack", true, true, false},
+	{"net.Conn-nofastpath", false, false, true}, {"handler-nofastpath", true, false, true},
+}
+
+type frameLoopVariant struct {
+	name                      string
+	handler, netstack, noFast bool
+}
+
+// owned reports whether the variant's connection is the owned fast
+// path's.
+func (v frameLoopVariant) owned() bool { return v.handler && !v.netstack && !v.noFast }
+
+func (v frameLoopVariant) config(trace bool) func(*Config) {
+	return func(c *Config) {
+		c.Poll, c.Trace, c.NoFastPath, c.NetstackFastPath = Spin, trace, v.noFast, v.netstack
 	}
 }
 
@@ -172,15 +195,12 @@ func TestMemFrameLoopAllocs(t *testing.T) {
 // reports the server's own part (request frame off the RX ring → reply on
 // the TX ring, p50: rx→txring-µs) from its latency breakdown.
 //
-// The nofastpath variants run with Config.NoFastPath, for the fast path's
-// before and after in one run.
+// The handler-netstack and nofastpath variants (frameLoopVariants) are
+// the owned fast path's and netstack's fast path's befores, in one run.
 func BenchmarkMemFrameLoop(b *testing.B) {
-	for _, v := range []struct {
-		name            string
-		handler, noFast bool
-	}{{"net.Conn", false, false}, {"handler", true, false}, {"net.Conn-nofastpath", false, true}, {"handler-nofastpath", true, true}} {
+	for _, v := range frameLoopVariants {
 		b.Run(v.name, func(b *testing.B) {
-			l := newFrameLoop(b, v.handler, func(c *Config) { c.Poll = Spin; c.Trace = true; c.NoFastPath = v.noFast })
+			l := newFrameLoop(b, v.handler, v.config(true))
 			for i := 0; i < 1000; i++ {
 				l.round()
 			}

@@ -120,6 +120,7 @@ type Stream struct {
 	onData   func([]byte)
 	userData any
 	fast     tcp.FastConsumer // OnTraffic straight from the frame
+	own      *link.Owned      // the owned fast path carries the connection (owned.go)
 
 	// From any goroutine.
 	amu      sync.Mutex
@@ -180,6 +181,19 @@ func (s *Stream) Write(b []byte) (int, error) {
 	}
 	if len(b) == 0 {
 		return 0, nil
+	}
+	if s.own != nil {
+		if t := s.st.ep.Trace(); t != nil {
+			t.Mark(trace.StageWrite)
+		}
+		n := s.own.Write(b)
+		if n == len(b) {
+			return n, nil
+		}
+		// The connection is netstack's again, with what the ring
+		// took: the rest follows it there.
+		m, err := s.Write(b[n:])
+		return n + m, err
 	}
 	if len(s.pending) > 0 {
 		if len(s.pending)+len(b) > MaxBuffered {
@@ -280,6 +294,7 @@ func (s *Stream) Close() error {
 // CloseWrite shuts down the sending side once what was written has been
 // sent: the peer reads EOF. Call it only on the worker.
 func (s *Stream) CloseWrite() error {
+	s.disown(link.DemoteClose)
 	if len(s.pending) > 0 {
 		return s.opError("close", errors.New("written bytes still wait for room; call CloseWrite from OnDrain"))
 	}
@@ -334,7 +349,7 @@ func (s *Stream) serve() {
 	}
 	s.takeAsync()
 	s.flush()
-	for i := 0; !s.closing && !s.closed && len(s.pending) == 0; i++ {
+	for i := 0; !s.closing && !s.closed && len(s.pending) == 0 && s.own == nil; i++ {
 		if i == maxPollReads {
 			s.poll.Push()
 			break
@@ -397,7 +412,7 @@ func (s *Stream) takeDirect(b []byte) bool {
 	if !s.mu.TryLock() {
 		return false
 	}
-	if s.ended || s.closing || s.closed || len(s.pending) > 0 || s.wake.Load() || s.hasAsync.Load() {
+	if s.ended || s.closing || s.closed || len(s.pending) > 0 || s.wake.Load() || s.hasAsync.Load() || s.own != nil {
 		s.mu.Unlock()
 		return false
 	}
@@ -451,6 +466,7 @@ func (s *Stream) end(err error) {
 	if s.closed {
 		return
 	}
+	s.disown(link.DemoteClose)
 	s.closing = true
 	s.pending = nil
 	s.closeNow(err)
@@ -461,6 +477,8 @@ func (s *Stream) closeNow(err error) {
 	if s.closed {
 		return
 	}
+	s.disown(link.DemoteClose)
+	s.st.ep.UnregisterOwner(s.ep)
 	s.closed = true
 	s.endErr = err
 	s.watchWritable(false)
@@ -520,6 +538,7 @@ func (s *Stream) open() {
 		s.wq.EventRegister(s.poll.Entry())
 		if s.fast.Take != nil {
 			s.ep.SetFastConsumer(&s.fast)
+			s.st.ep.RegisterOwner(s.ep, (*streamOwner)(s))
 		}
 	}
 	s.mu.Unlock()
@@ -538,6 +557,8 @@ func (s *Stream) stackClosed() {
 	}
 	s.ended = true
 	s.poll.End()
+	s.disown(link.DemoteClose)
+	s.st.ep.UnregisterOwner(s.ep)
 	s.closed = true
 	s.watchWritable(false)
 	s.wq.EventUnregister(s.poll.Entry())

@@ -595,6 +595,11 @@ func connectHandler(t *testing.T, p *scriptPeer, h Handler) *tcp.Endpoint {
 	return ep
 }
 
+// netstackFastPath configures a test of netstack's fast path for
+// handlers (Config.NetstackFastPath), where the owned one would carry
+// the connection.
+func netstackFastPath(c *Config) { c.NetstackFastPath = true }
+
 // TestScriptHandlerReplyBeforeAck: a handler's request taken by the fast
 // path is answered before netstack processes the ACK the request
 // carries (the fast path's FastConsumer.Taken). Seen from the
@@ -602,8 +607,9 @@ func connectHandler(t *testing.T, p *scriptPeer, h Handler) *tcp.Endpoint {
 // its TSval, no pure ACK precedes it, and the ACK the next request
 // carries for the previous reply is acted on (SND.UNA moves up to the
 // reply still in flight, which is then the only one outstanding).
+// netstack's fast path: the owned one keeps netstack's state parked.
 func TestScriptHandlerReplyBeforeAck(t *testing.T) {
-	p := newScriptPeer(t, scriptOptions{Timestamps: true})
+	p := newScriptPeer(t, scriptOptions{Timestamps: true, Config: netstackFastPath})
 	ep := connectHandler(t, p, &echoHandler{})
 
 	before := p.s.Stats()
@@ -653,9 +659,10 @@ func (h *slowEchoHandler) OnTraffic(s *Stream, b []byte) {
 // Two replies are in flight (the probe timeout is then 2·SRTT + 2 ms,
 // about 42 ms after a 20 ms handshake), and the request that
 // acknowledges both holds the handler 300 ms. Before, the probe resent
-// the second reply during the call.
+// the second reply during the call. netstack's fast path: the owned one
+// has no tail loss probe.
 func TestScriptHandlerTimerSeesTakenAck(t *testing.T) {
-	p := newScriptPeer(t, scriptOptions{HandshakeRTT: 20 * time.Millisecond})
+	p := newScriptPeer(t, scriptOptions{HandshakeRTT: 20 * time.Millisecond, Config: netstackFastPath})
 	connectHandler(t, p, &slowEchoHandler{slowFor: 300 * time.Millisecond})
 	// The handshake's segments are counted: the stream exists.
 	start := fastCounts(p.s.Stats())

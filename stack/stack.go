@@ -92,6 +92,7 @@ func newStack(cfg Config, ios []frameIO, li linkInfo, owner portOwner) (*Stack, 
 	})
 	s := &Stack{cfg: cfg, ns: ns, ep: ep, mw: mw, addrs: cfg.Addrs}
 	if q, ok := ns.TransportProtocolInstance(tcp.ProtocolNumber).(link.SegmentQueuer); ok && !cfg.NoEarlyDemux {
+		ep.SetOwned(!cfg.NoFastPath && !cfg.NetstackFastPath, ns.Clock(), cfg.DelayedAck)
 		ep.SetDemux(link.NewDemux(ns, nicID, q, !cfg.NoFastPath, ep.LinkAddress(), cfg.Addrs, cfg.Gateway4, cfg.Gateway6))
 	}
 	ns.SetDirectWrite(!cfg.NoFastPath)

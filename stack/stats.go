@@ -2,6 +2,7 @@ package stack
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -82,6 +83,8 @@ type Stats struct {
 	// OwnedPorts is how many (address, protocol, port) entries ustack
 	// currently steers to itself.
 	OwnedPorts int
+	// FastPath is the owned fast path's counters (Config.NetstackFastPath).
+	FastPath FastPathStats
 	// A selection of netstack's counters.
 	TCPActiveOpens, TCPPassiveOpens, TCPRetransmits, TCPSegmentsSent, TCPSegmentsReceived uint64
 	TCPChecksumErrors, TCPResetsSent, TCPCurrentEstablished                               uint64
@@ -184,6 +187,92 @@ type Stats struct {
 	HandlerBytesLeftLarge, HandlerBytesLeftBefore                         uint64
 }
 
+// FastPathStats counts the owned fast path's work: the handler
+// connections ustack carries itself while they are in the common case,
+// netstack's parked meanwhile (Config.NetstackFastPath).
+type FastPathStats struct {
+	// Flows is how many connections it carries now.
+	Flows int
+	// Promotions counts connections netstack handed to it; Demotions
+	// those it handed back, and DemotionsBy by why: a fastflow reason
+	// (a segment or a send it does not do: "dup-ack", "out-of-order",
+	// "window-limited", ...), "timeout" (data in flight past the
+	// retransmission deadline), "close" (the handler closed or shut
+	// the connection down).
+	Promotions, Demotions uint64
+	DemotionsBy           map[string]uint64
+	// PromoteRefused counts promotions not made, and PromoteRefusedBy by
+	// why: netstack's tcp.HandOutMiss ("busy", "recovery", "unsent",
+	// "in-flight", ...), or "fast-path" (its slab full, say).
+	PromoteRefused   uint64
+	PromoteRefusedBy map[string]uint64
+	// Segments and payload bytes it received and sent, and the pure
+	// ACKs among the segments sent (the rest carried data).
+	SegmentsIn, SegmentsOut, BytesIn, BytesOut, PureAcks uint64
+}
+
+// fastPathStats sums the queues' owned fast path counters.
+func (s *Stack) fastPathStats() FastPathStats {
+	var f FastPathStats
+	for i := range s.ep.NumQueues() {
+		c := s.ep.OwnedCounters(i)
+		f.Flows += c.Flows
+		f.Promotions += c.Promotions
+		f.SegmentsIn += c.SegsIn
+		f.SegmentsOut += c.SegsOut
+		f.BytesIn += c.BytesIn
+		f.BytesOut += c.BytesOut
+		f.PureAcks += c.PureAcks
+		for r, n := range c.Demotions {
+			if n == 0 {
+				continue
+			}
+			if f.DemotionsBy == nil {
+				f.DemotionsBy = make(map[string]uint64)
+			}
+			f.Demotions += n
+			f.DemotionsBy[link.DemoteReasonName(r)] += n
+		}
+		for r, n := range c.PromoteRefused {
+			if n == 0 {
+				continue
+			}
+			if f.PromoteRefusedBy == nil {
+				f.PromoteRefusedBy = make(map[string]uint64)
+			}
+			name := tcp.HandOutMiss(r).String()
+			if r == int(tcp.HandOutOK) {
+				name = "fast-path"
+			}
+			f.PromoteRefused += n
+			f.PromoteRefusedBy[name] += n
+		}
+	}
+	return f
+}
+
+// byReason formats counts by reason as ": a 1, b 2", sorted; empty if
+// none.
+func byReason(m map[string]uint64) string {
+	if len(m) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(m))
+	for r := range m {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for i, r := range names {
+		sep := ", "
+		if i == 0 {
+			sep = ": "
+		}
+		fmt.Fprintf(&b, "%s%s %d", sep, r, m[r])
+	}
+	return b.String()
+}
+
 // WorkerTime sums the queues' WorkerBusy and KickTime: the workers' time
 // at work, and what every kick took.
 func (st Stats) WorkerTime() (busy, kicks time.Duration) {
@@ -240,6 +329,7 @@ func (s *Stack) Stats() Stats {
 		st.AttachMode = s.prog.Mode()
 	}
 	st.OwnedPorts = len(s.ports.owned())
+	st.FastPath = s.fastPathStats()
 	ns := s.ns.Stats()
 	st.TCPActiveOpens = ns.TCP.ActiveConnectionOpenings.Value()
 	st.TCPPassiveOpens = ns.TCP.PassiveConnectionOpenings.Value()
@@ -326,6 +416,11 @@ func (st Stats) Summary() string {
 		st.TCPRetransmits, st.TCPTimeouts, st.TCPFastRetransmits, st.TCPResetsSent, st.TCPChecksumErrors)
 	fmt.Fprintf(&b, "tcp fast path: received %d; left to netstack: busy %d, state %d, header %d, sequence %d, ack %d, recovery %d\n",
 		st.TCPSegmentsFast, st.TCPFastMissBusy, st.TCPFastMissState, st.TCPFastMissHeader, st.TCPFastMissSequence, st.TCPFastMissAck, st.TCPFastMissRecovery)
+	if f := st.FastPath; f.Promotions+f.PromoteRefused > 0 {
+		fmt.Fprintf(&b, "owned fast path: %d connections now; promotions %d (refused %d%s), demotions %d%s; segments in %d out %d (pure ACKs %d), bytes in %d out %d\n",
+			f.Flows, f.Promotions, f.PromoteRefused, byReason(f.PromoteRefusedBy), f.Demotions, byReason(f.DemotionsBy),
+			f.SegmentsIn, f.SegmentsOut, f.PureAcks, f.BytesIn, f.BytesOut)
+	}
 	if st.TCPSynCookiesSent+st.TCPSynsDroppedOnWorker+st.TCPSynMissCookie+st.TCPSynMissBusy+st.TCPSynMissRoute+st.TCPSynMissUnresolved+st.TCPSynMissOther > 0 {
 		fmt.Fprintf(&b, "tcp syn cookies: sent %d (by the worker %d, %d of them behind on the RX ring), validated %d, failed %d; syns dropped by the worker %d; left to netstack: cookie %d, busy %d, route %d, unresolved %d, other %d\n",
 			st.TCPSynCookiesSent, st.TCPSynsOnWorker, st.TCPSynsOnWorkerPressure, st.TCPSynCookiesValidated, st.TCPSynCookiesFailed, st.TCPSynsDroppedOnWorker,

@@ -12,6 +12,8 @@ func Example() {
 	slab, _ := fastflow.NewSlab(fastflow.SlabConfig{Flows: 2, RingSize: 4096})
 	client, _ := slab.Alloc()
 	server, _ := slab.Alloc()
+	cring, _ := slab.AllocRing() // a send ring each, while bytes are in flight
+	sring, _ := slab.AllocRing()
 	c, s := fastflow.State{
 		SrcMAC: [6]byte{2, 0, 0, 0, 0, 1}, DstMAC: [6]byte{2, 0, 0, 0, 0, 2},
 		SrcIP: [4]byte{198, 18, 0, 1}, DstIP: [4]byte{198, 18, 0, 2}, SrcPort: 40000, DstPort: 7, TTL: 64,
@@ -33,14 +35,14 @@ func Example() {
 	frame := make([]byte, 2048)
 
 	cf := slab.Flow(client)
-	cf.Write(slab.Ring(client), []byte("ping"))
-	n, _ := cf.Cut(frame, slab.Ring(client), clk)
+	cf.Write(slab.Ring(cring), []byte("ping"))
+	n, _ := cf.Cut(frame, slab.Ring(cring), clk)
 
 	sf := slab.Flow(server)
 	in, r := sf.Receive(frame[:n], clk)
 	fmt.Printf("server got %q (%v)\n", in.Payload, r)
-	sf.Write(slab.Ring(server), []byte("pong")) // the handler's reply
-	n, _ = sf.Cut(frame, slab.Ring(server), clk)
+	sf.Write(slab.Ring(sring), []byte("pong")) // the handler's reply
+	n, _ = sf.Cut(frame, slab.Ring(sring), clk)
 
 	in, r = cf.Receive(frame[:n], clk)
 	fmt.Printf("client got %q (%v), %d bytes acknowledged\n", in.Payload, r, in.Acked)

@@ -57,7 +57,11 @@ func newEnd(tb testing.TB, st State) *end {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e := &end{slab: s, id: id, f: s.Flow(id), ring: s.Ring(id)}
+	r, err := s.AllocRing()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e := &end{slab: s, id: id, f: s.Flow(id), ring: s.Ring(r)}
 	if err := e.f.Init(&st); err != nil {
 		tb.Fatal(err)
 	}

@@ -6,36 +6,55 @@ import (
 	"math/bits"
 )
 
-// Slab is one queue's fast-path flows: a fixed array of Flow and an arena
-// of send rings, one per flow at the flow's index, with a free list of
-// indices. Neither array holds a pointer, so the garbage collector never
-// scans them however many flows there are. A Slab belongs to its queue's
-// worker.
+// Slab is one queue's fast-path flows and send rings, sized to the work:
+// flows are made in chunks of 64 as connections are promoted, and a flow
+// holds a send ring only while it has bytes written and unacknowledged
+// (a request/response flow between replies holds none), rings too made
+// in chunks as they are first needed. Memory then follows the
+// connections carried and the replies in flight, not a configured
+// maximum; nothing is returned to the runtime once made. No chunk holds a
+// pointer, so the garbage collector does not scan them, and a chunk never
+// moves, so a *Flow stays valid until Free. A Slab belongs to its queue:
+// Alloc, Free, AllocRing and FreeRing must not run concurrently with each
+// other; Flow and Ring may run concurrently with them for indices already
+// allocated.
 type Slab struct {
-	flows    []Flow
-	free     []uint32 // stack of free indices
-	arena    []byte   // send rings, RingSize bytes each
-	ringSize int
+	flows     [][]Flow // chunks of chunkFlows; len fixed at NewSlab
+	free      []uint32 // free flow indices in made chunks
+	made      int      // flow chunks made
+	rings     [][]byte // chunks of ringChunk rings; len fixed at NewSlab
+	freeRings []uint32
+	madeRings int
+	ringSize  int
+	inUse     int
+	max       int // SlabConfig.Flows
 }
 
 // SlabConfig sizes a Slab.
 type SlabConfig struct {
-	// Flows is how many flows the slab holds at once.
+	// Flows is the most flows the slab holds at once (and the most send
+	// rings).
 	Flows int
-	// RingSize is each flow's send ring in bytes, a power of two: the
+	// RingSize is each send ring's size in bytes, a power of two: the
 	// most a flow holds written and unacknowledged.
 	RingSize int
 }
 
-// DefaultSlabConfig returns 1024 flows with 16 KiB send rings (16 MiB of
-// rings, 256 KiB of flow state): a request/response flow rarely has more
-// than a few segments outstanding, and a larger write demotes it.
+// DefaultSlabConfig returns 1024 flows with 16 KiB send rings: a
+// request/response flow rarely has more than a few segments outstanding,
+// and a larger write demotes it.
 func DefaultSlabConfig() SlabConfig { return SlabConfig{Flows: 1024, RingSize: 16 << 10} }
 
-// ErrSlabFull reports that every flow of the slab is in use.
+const (
+	chunkFlows = 64 // flows made at once: 16 KiB
+	ringChunk  = 4  // rings made at once
+	minRing    = 4096
+)
+
+// ErrSlabFull reports that every flow (or ring) of the slab is in use.
 var ErrSlabFull = errors.New("fastflow: slab full")
 
-// NewSlab returns an empty slab sized by c.
+// NewSlab returns an empty slab sized by c. It makes no flow or ring yet.
 func NewSlab(c SlabConfig) (*Slab, error) {
 	if c.Flows <= 0 || c.Flows > 1<<24 {
 		return nil, fmt.Errorf("fastflow: %d flows", c.Flows)
@@ -43,46 +62,77 @@ func NewSlab(c SlabConfig) (*Slab, error) {
 	if c.RingSize < minRing || bits.OnesCount(uint(c.RingSize)) != 1 || c.RingSize > 1<<30 {
 		return nil, fmt.Errorf("fastflow: ring size %d: not a power of two from %d", c.RingSize, minRing)
 	}
-	s := &Slab{
-		flows:    make([]Flow, c.Flows),
-		free:     make([]uint32, c.Flows),
-		arena:    make([]byte, c.Flows*c.RingSize),
+	return &Slab{
+		flows:    make([][]Flow, (c.Flows+chunkFlows-1)/chunkFlows),
+		rings:    make([][]byte, (c.Flows+ringChunk-1)/ringChunk),
 		ringSize: c.RingSize,
-	}
-	for i := range s.free {
-		s.free[i] = uint32(c.Flows - 1 - i)
-	}
-	return s, nil
+		max:      c.Flows,
+	}, nil
 }
-
-// minRing is the smallest send ring: a page.
-const minRing = 4096
 
 // Alloc takes a free flow and returns its index, or ErrSlabFull. The flow
 // is zero until Init.
 func (s *Slab) Alloc() (uint32, error) {
 	if len(s.free) == 0 {
-		return 0, ErrSlabFull
+		if s.made == len(s.flows) {
+			return 0, ErrSlabFull
+		}
+		s.flows[s.made] = make([]Flow, chunkFlows)
+		for i := chunkFlows - 1; i >= 0; i-- {
+			if j := s.made*chunkFlows + i; j < s.max {
+				s.free = append(s.free, uint32(j))
+			}
+		}
+		s.made++
 	}
 	i := s.free[len(s.free)-1]
 	s.free = s.free[:len(s.free)-1]
+	s.inUse++
 	return i, nil
 }
 
 // Free returns flow i to the free list and clears it.
 func (s *Slab) Free(i uint32) {
-	s.flows[i] = Flow{}
+	*s.Flow(i) = Flow{}
 	s.free = append(s.free, i)
+	s.inUse--
 }
 
 // Flow returns flow i. The pointer is into the slab: valid until Free.
-func (s *Slab) Flow(i uint32) *Flow { return &s.flows[i] }
+func (s *Slab) Flow(i uint32) *Flow { return &s.flows[i/chunkFlows][i%chunkFlows] }
 
-// Ring returns flow i's send ring, the ring argument of its Write and Cut.
-func (s *Slab) Ring(i uint32) []byte {
-	off := int(i) * s.ringSize
-	return s.arena[off : off+s.ringSize : off+s.ringSize]
+// AllocRing takes a free send ring and returns its index, or ErrSlabFull.
+// Its bytes are whatever the last flow left: a flow reads only what it
+// wrote.
+func (s *Slab) AllocRing() (uint32, error) {
+	if len(s.freeRings) == 0 {
+		if s.madeRings == len(s.rings) {
+			return 0, ErrSlabFull
+		}
+		s.rings[s.madeRings] = make([]byte, ringChunk*s.ringSize)
+		for i := ringChunk - 1; i >= 0; i-- {
+			if j := s.madeRings*ringChunk + i; j < s.max {
+				s.freeRings = append(s.freeRings, uint32(j))
+			}
+		}
+		s.madeRings++
+	}
+	i := s.freeRings[len(s.freeRings)-1]
+	s.freeRings = s.freeRings[:len(s.freeRings)-1]
+	return i, nil
 }
 
+// FreeRing returns ring i to the free list.
+func (s *Slab) FreeRing(i uint32) { s.freeRings = append(s.freeRings, i) }
+
+// Ring returns send ring i, the ring argument of a flow's Write and Cut.
+func (s *Slab) Ring(i uint32) []byte {
+	off := int(i%ringChunk) * s.ringSize
+	return s.rings[i/ringChunk][off : off+s.ringSize : off+s.ringSize]
+}
+
+// RingSize returns the size of each send ring.
+func (s *Slab) RingSize() int { return s.ringSize }
+
 // Len returns the number of flows in use.
-func (s *Slab) Len() int { return len(s.flows) - len(s.free) }
+func (s *Slab) Len() int { return s.inUse }

@@ -15,41 +15,84 @@ func TestSlab(t *testing.T) {
 			t.Errorf("NewSlab(%+v) accepted", c)
 		}
 	}
-	s, err := NewSlab(SlabConfig{Flows: 3, RingSize: 4096})
+	const n = 70 // more than a chunk of flows
+	s, err := NewSlab(SlabConfig{Flows: n, RingSize: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[uint32]bool{}
-	for i := 0; i < 3; i++ {
+	flows := map[*Flow]bool{}
+	for i := 0; i < n; i++ {
 		id, err := s.Alloc()
-		if err != nil || seen[id] || id >= 3 {
+		if err != nil || seen[id] || id >= n {
 			t.Fatalf("alloc %d: id %d, %v", i, id, err)
 		}
 		seen[id] = true
+		flows[s.Flow(id)] = true
+	}
+	if len(flows) != n {
+		t.Fatalf("%d distinct flows for %d indices", len(flows), n)
+	}
+	if _, err := s.Alloc(); !errors.Is(err, ErrSlabFull) {
+		t.Fatalf("alloc past Flows: %v", err)
+	}
+	rings := map[uint32]bool{}
+	for i := 0; i < n; i++ {
+		id, err := s.AllocRing()
+		if err != nil || rings[id] {
+			t.Fatalf("ring %d: id %d, %v", i, id, err)
+		}
+		rings[id] = true
 		r := s.Ring(id)
 		if len(r) != 4096 || cap(r) != 4096 {
 			t.Fatalf("ring %d: len %d cap %d", id, len(r), cap(r))
 		}
 		r[0], r[4095] = byte(id+1), byte(id+1)
 	}
-	if _, err := s.Alloc(); !errors.Is(err, ErrSlabFull) {
-		t.Fatalf("fourth alloc: %v", err)
+	if _, err := s.AllocRing(); !errors.Is(err, ErrSlabFull) {
+		t.Fatalf("ring past Flows: %v", err)
 	}
-	for id := range seen {
+	for id := range rings {
 		if r := s.Ring(id); r[0] != byte(id+1) || r[4095] != byte(id+1) {
 			t.Errorf("ring %d overlaps another", id)
 		}
+	}
+	s.FreeRing(5)
+	if id, err := s.AllocRing(); err != nil || id != 5 {
+		t.Errorf("ring realloc: %d, %v", id, err)
 	}
 	sa, _ := states(1, 2)
 	if err := s.Flow(1).Init(&sa); err != nil {
 		t.Fatal(err)
 	}
 	s.Free(1)
-	if s.Len() != 2 || *s.Flow(1) != (Flow{}) {
+	if s.Len() != n-1 || *s.Flow(1) != (Flow{}) {
 		t.Errorf("after Free: %d in use, flow not cleared", s.Len())
 	}
 	if id, err := s.Alloc(); err != nil || id != 1 {
 		t.Errorf("realloc: %d, %v", id, err)
+	}
+}
+
+// A slab makes its memory as flows and rings are taken, not at NewSlab.
+func TestSlabGrowsWithUse(t *testing.T) {
+	s, err := NewSlab(DefaultSlabConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.made != 0 || s.madeRings != 0 {
+		t.Fatalf("NewSlab made %d flow chunks, %d ring chunks", s.made, s.madeRings)
+	}
+	for i := 0; i < chunkFlows+1; i++ {
+		if _, err := s.Alloc(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.AllocRing(); err != nil {
+		t.Fatal(err)
+	}
+	if s.made != 2 || s.madeRings != 1 {
+		t.Fatalf("%d flows made %d flow chunks, one ring %d ring chunks", chunkFlows+1, s.made, s.madeRings)
 	}
 }
 
@@ -110,7 +153,9 @@ func TestInitInFlightContinues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &end{slab: s, f: s.Flow(0), ring: s.Ring(0)}
+	id, _ := s.Alloc()
+	r, _ := s.AllocRing()
+	c := &end{slab: s, f: s.Flow(id), ring: s.Ring(r)}
 	if err := c.f.InitInFlight(&st, c.ring, unacked); err != nil {
 		t.Fatal(err)
 	}

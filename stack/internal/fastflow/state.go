@@ -239,6 +239,18 @@ func (f *Flow) AckOwed() (owed bool, due uint32) {
 	return f.flags&flagAckOwed != 0, f.delackAt
 }
 
+// SetAckDue sets when an owed ACK is due (Clock.Us), for a delayed-ACK
+// time other than DelayedAck; no-op unless an ACK is owed.
+func (f *Flow) SetAckDue(us uint32) {
+	if f.flags&flagAckOwed != 0 {
+		f.delackAt = us
+	}
+}
+
+// LossAt returns the retransmission deadline (Clock.Us), valid while data
+// is in flight.
+func (f *Flow) LossAt() uint32 { return f.lossAt }
+
 // RcvNxt returns RCV.NXT.
 func (f *Flow) RcvNxt() uint32 { return f.rcvNxt }
 

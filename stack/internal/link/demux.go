@@ -53,6 +53,10 @@ type Demux struct {
 	// noSyn leaves every SYN to netstack's listener (tests that compare
 	// the two answers: LeaveSyns).
 	noSyn atomic.Bool
+	// ep is the link endpoint the demux is set on (SetDemux), whose
+	// owners the owned fast path carries if ownOn.
+	ep    *Endpoint
+	ownOn bool
 }
 
 // Netstack is what early demux asks of netstack's stack
@@ -96,24 +100,79 @@ func (f *Demux) LeaveSyns(on bool) { f.noSyn.Store(on) }
 // verified. If v is not nil, frame is v's bytes and deliver takes
 // ownership of v when it returns true (the frame is then not copied);
 // otherwise it copies frame.
+//
+// The steps: parse the headers; a connection the owned fast path carries
+// takes the segment there (ownedReceive); otherwise find the connection
+// (lookup), answer a listener's SYN on the worker (offerSyn), offer the
+// segment to netstack's fast path (ReceiveFast), and queue it to the
+// connection (queue).
 func (f *Demux) deliver(q *queue, frame []byte, v *buffer.View) bool {
+	var sg segment
+	if !sg.parse(frame) {
+		return false
+	}
+	if sg.v4 && q.own.n.Load() > 0 {
+		if e := q.ownedLookup(&sg.key); e != nil && q.ownedReceive(e, frame) {
+			if v != nil {
+				v.Release()
+			}
+			f.count()
+			return true
+		}
+	}
+	ep, tep, listening := f.lookup(q, &sg)
+	if ep == nil {
+		return false
+	}
+	if f.fast && listening && !f.noSyn.Load() && f.offerSyn(q, frame, &sg, tep) {
+		if v != nil {
+			v.Release()
+		}
+		f.count()
+		return true
+	}
+	if f.fast && tep != nil {
+		if f.ownOn && sg.v4 && !listening {
+			f.noteCandidate(q, tep, &sg.key, frame)
+		}
+		miss := tep.ReceiveFast(sg.th, sg.ipLen, v, ethHeaderLen+sg.ipLen+int(sg.th.DataOffset()), &q.deferred)
+		q.rxFast[miss].Add(1)
+		if miss == tcp.FastHit {
+			f.count()
+			return true
+		}
+	}
+	return f.queue(q, frame, v, ep, &sg)
+}
+
+// segment is a TCP segment's headers as deliver parsed them.
+type segment struct {
+	proto tcpip.NetworkProtocolNumber
+	ipLen int // the IP header's
+	total int // the IP packet's
+	id    gstack.TransportEndpointID
+	th    header.TCP
+	v4    bool
+	key   ownKey // the four-tuple, for IPv4
+}
+
+// parse reads frame's headers: a TCP segment over plain IPv4 (no
+// options, not a fragment) or IPv6 (no extension headers, not multicast)
+// whose lengths agree, or false.
+func (sg *segment) parse(frame []byte) bool {
 	if len(frame) < ethHeaderLen+header.IPv4MinimumSize+header.TCPMinimumSize {
 		return false
 	}
-	var (
-		proto    tcpip.NetworkProtocolNumber
-		ipLen    int // the IP header's
-		total    int // the IP packet's
-		src, dst tcpip.Address
-	)
+	var src, dst tcpip.Address
 	switch binary.BigEndian.Uint16(frame[12:14]) {
 	case uint16(header.IPv4ProtocolNumber):
 		ip := header.IPv4(frame[ethHeaderLen:])
 		if ip[0] != 0x45 || ip.Protocol() != uint8(header.TCPProtocolNumber) || ip.More() || ip.FragmentOffset() != 0 {
 			return false
 		}
-		proto, ipLen, total = header.IPv4ProtocolNumber, header.IPv4MinimumSize, int(ip.TotalLength())
+		sg.proto, sg.ipLen, sg.total = header.IPv4ProtocolNumber, header.IPv4MinimumSize, int(ip.TotalLength())
 		src, dst = ip.SourceAddress(), ip.DestinationAddress()
+		sg.v4 = true
 	case uint16(header.IPv6ProtocolNumber):
 		// No extension headers: TCP right after the fixed header.
 		if len(frame) < ethHeaderLen+header.IPv6MinimumSize+header.TCPMinimumSize {
@@ -123,7 +182,7 @@ func (f *Demux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 		if ip[0]>>4 != 6 || ip.NextHeader() != uint8(header.TCPProtocolNumber) {
 			return false
 		}
-		proto, ipLen, total = header.IPv6ProtocolNumber, header.IPv6MinimumSize, header.IPv6MinimumSize+int(ip.PayloadLength())
+		sg.proto, sg.ipLen, sg.total = header.IPv6ProtocolNumber, header.IPv6MinimumSize, header.IPv6MinimumSize+int(ip.PayloadLength())
 		src, dst = ip.SourceAddress(), ip.DestinationAddress()
 		if header.IsV6MulticastAddress(dst) {
 			return false
@@ -132,76 +191,75 @@ func (f *Demux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 		return false
 	}
 	ip := frame[ethHeaderLen:]
-	if total < ipLen+header.TCPMinimumSize || total > len(ip) {
+	if sg.total < sg.ipLen+header.TCPMinimumSize || sg.total > len(ip) {
 		return false
 	}
-	th := header.TCP(ip[ipLen:total])
-	if off := int(th.DataOffset()); off < header.TCPMinimumSize || off > len(th) {
-		// Checked here, before v is taken: parse.TCP below then cannot
-		// fail after the caller's view has become the packet's.
+	sg.th = header.TCP(ip[sg.ipLen:sg.total])
+	if off := int(sg.th.DataOffset()); off < header.TCPMinimumSize || off > len(sg.th) {
+		// Checked here, before v is taken: parse.TCP in queue then
+		// cannot fail after the caller's view has become the packet's.
 		return false
 	}
-	id := gstack.TransportEndpointID{
-		LocalPort:     th.DestinationPort(),
+	sg.id = gstack.TransportEndpointID{
+		LocalPort:     sg.th.DestinationPort(),
 		LocalAddress:  dst,
-		RemotePort:    th.SourcePort(),
+		RemotePort:    sg.th.SourcePort(),
 		RemoteAddress: src,
 	}
-	var ep gstack.TransportEndpoint
-	slot := &q.flows[flowSlot(&id)]
-	tep := slot.ep
-	listening := false // a listener's (never in the flow cache)
-	if tep != nil && slot.id == id && tep.EndpointState() == tcp.StateEstablished {
-		ep = tep
-	} else {
-		ep = f.ns.FindTransportEndpoint(proto, header.TCPProtocolNumber, id, f.nic)
-		if ep == nil {
-			return false
-		}
-		tep, _ = ep.(*tcp.Endpoint)
-		if tep != nil {
-			switch tep.EndpointState() {
-			case tcp.StateEstablished:
-				slot.id, slot.ep = id, tep
-			case tcp.StateListen:
-				listening = true
-			}
+	if sg.v4 {
+		sg.key = ownKey{la: dst.As4(), ra: src.As4(), lp: sg.id.LocalPort, rp: sg.id.RemotePort}
+	}
+	return true
+}
+
+// lookup finds the endpoint sg is for, through the flow cache for an
+// established connection; tep is it as a TCP endpoint, and listening
+// says whether it is a listener's.
+func (f *Demux) lookup(q *queue, sg *segment) (ep gstack.TransportEndpoint, tep *tcp.Endpoint, listening bool) {
+	slot := &q.flows[flowSlot(&sg.id)]
+	if tep = slot.ep; tep != nil && slot.id == sg.id && tep.EndpointState() == tcp.StateEstablished {
+		return tep, tep, false
+	}
+	ep = f.ns.FindTransportEndpoint(sg.proto, header.TCPProtocolNumber, sg.id, f.nic)
+	if ep == nil {
+		return nil, nil, false
+	}
+	tep, _ = ep.(*tcp.Endpoint)
+	if tep != nil {
+		switch tep.EndpointState() {
+		case tcp.StateEstablished:
+			slot.id, slot.ep = sg.id, tep
+		case tcp.StateListen:
+			listening = true
 		}
 	}
-	if f.fast && listening && !f.noSyn.Load() {
-		// A listener's SYN answered, or RST dropped, here
-		// (tcp.Endpoint.AnswerSyn, IgnoreRst).
-		flags := th.Flags()
-		if (flags&(header.TCPFlagSyn|header.TCPFlagAck|header.TCPFlagRst|header.TCPFlagFin) == header.TCPFlagSyn &&
-			f.answerSyn(q, frame, ipLen, th, &id, tep)) || tep.IgnoreRst(flags) {
-			if v != nil {
-				v.Release()
-			}
-			f.count()
-			return true
-		}
-	}
-	if f.fast && tep != nil {
-		miss := tep.ReceiveFast(th, ipLen, v, ethHeaderLen+ipLen+int(th.DataOffset()), &q.deferred)
-		q.rxFast[miss].Add(1)
-		if miss == tcp.FastHit {
-			f.count()
-			return true
-		}
-	}
+	return ep, tep, listening
+}
+
+// offerSyn offers listener tep a segment for it: a SYN answered, or an
+// RST dropped, on the worker (tcp.Endpoint.AnswerSyn, IgnoreRst), reports
+// true.
+func (f *Demux) offerSyn(q *queue, frame []byte, sg *segment, tep *tcp.Endpoint) bool {
+	flags := sg.th.Flags()
+	return flags&(header.TCPFlagSyn|header.TCPFlagAck|header.TCPFlagRst|header.TCPFlagFin) == header.TCPFlagSyn &&
+		f.answerSyn(q, frame, sg.ipLen, sg.th, &sg.id, tep) || tep.IgnoreRst(flags)
+}
+
+// queue queues the segment to ep as netstack's IP layer would have.
+func (f *Demux) queue(q *queue, frame []byte, v *buffer.View, ep gstack.TransportEndpoint, sg *segment) bool {
 	var payload buffer.Buffer
 	if v != nil {
 		v.TrimFront(ethHeaderLen)
-		v.CapLength(total)
+		v.CapLength(sg.total)
 		payload = buffer.MakeWithView(v)
 	} else {
-		payload = buffer.MakeWithData(ip[:total])
+		payload = buffer.MakeWithData(frame[ethHeaderLen : ethHeaderLen+sg.total])
 	}
 	pkt := gstack.NewPacketBuffer(gstack.PacketBufferOptions{Payload: payload})
 	defer pkt.DecRef()
-	pkt.NetworkProtocolNumber = proto
+	pkt.NetworkProtocolNumber = sg.proto
 	pkt.TransportProtocolNumber = header.TCPProtocolNumber
-	pkt.NetworkHeader().Consume(ipLen)
+	pkt.NetworkHeader().Consume(sg.ipLen)
 	if !parse.TCP(pkt) {
 		return false
 	}
@@ -210,7 +268,7 @@ func (f *Demux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 	pkt.RXChecksumValidated = true
 	pkt.Deferrer = &q.deferred
 	f.count()
-	f.tcp.QueuePacket(ep, id, pkt)
+	f.tcp.QueuePacket(ep, sg.id, pkt)
 	return true
 }
 

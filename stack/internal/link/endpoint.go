@@ -88,6 +88,8 @@ type queue struct {
 	nextHopPending [2]atomic.Bool
 	// flows is early demux's cache of established connections.
 	flows flowCache
+	// own is the owned fast path's state (owned.go).
+	own owned
 	// flags are the kick protocol's (kick.go).
 	flags workerFlags
 	trace *trace.Tracer // the endpoint's, nil unless tracing
@@ -144,13 +146,18 @@ type Endpoint struct {
 	spinBudget time.Duration
 	pin        bool
 	trustRx    bool
-	partialOK  bool          // accept offload.Partial checksums (a veth peer)
-	txCsum     bool          // TX checksums computed in the copy (Options.NoTxChecksum unset)
-	gso        bool          // TCP segmentation offload (not Options.NoGSO)
-	gro        bool          // receive coalescing (Options.NoGRO unset)
-	handOff    bool          // Options.HandOffTCP
-	demux      *Demux        // early demux (SetDemux; nil: none)
-	trace      *trace.Tracer // nil unless Options.Trace
+	partialOK  bool   // accept offload.Partial checksums (a veth peer)
+	txCsum     bool   // TX checksums computed in the copy (Options.NoTxChecksum unset)
+	gso        bool   // TCP segmentation offload (not Options.NoGSO)
+	gro        bool   // receive coalescing (Options.NoGRO unset)
+	handOff    bool   // Options.HandOffTCP
+	demux      *Demux // early demux (SetDemux; nil: none)
+	// ownOn turns the owned fast path on (SetOwned); owners are the
+	// connections it may carry (RegisterOwner).
+	ownOn    bool
+	ownersMu sync.Mutex
+	owners   map[*tcp.Endpoint]Owner
+	trace    *trace.Tracer // nil unless Options.Trace
 
 	// ready is the worker-read connections with something to read
 	// (PollOnWorker).
@@ -303,6 +310,7 @@ func (e *Endpoint) StopWorkers() error {
 	e.wg.Wait()
 	var errs []error
 	for _, q := range e.queues {
+		q.stopOwned()
 		errs = append(errs, q.io.Close())
 	}
 	return errors.Join(errs...)
@@ -338,7 +346,12 @@ func (e *Endpoint) SetOnCloseAction(f func()) {
 }
 
 // SetDemux sets early demux (before netstack attaches the endpoint).
-func (e *Endpoint) SetDemux(d *Demux) { e.demux = d }
+func (e *Endpoint) SetDemux(d *Demux) {
+	e.demux = d
+	if d != nil {
+		d.ep, d.ownOn = e, e.ownOn
+	}
+}
 
 // Demux returns the endpoint's early demux, nil if none.
 func (e *Endpoint) Demux() *Demux { return e.demux }

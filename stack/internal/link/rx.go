@@ -135,6 +135,7 @@ func (e *Endpoint) worker(i int, q *queue) {
 			}
 			q.deferred.late = false
 			q.runDeferred()
+			e.promote(q)
 			if e.ready.n.Load() > 0 {
 				// Worker-read connections the processing made readable
 				// (PollOnWorker): their consumers run here too.
@@ -268,6 +269,15 @@ func (e *Endpoint) deliverBatch(q *queue, descs []xsk.Desc) {
 func (e *Endpoint) deliver(q *queue, descs []xsk.Desc) {
 	e.deliverBatch(q, descs)
 	q.runDeferred()
+	e.promote(q)
+}
+
+// promote offers the owned fast path the connections the batch delivered
+// segments for, once their TCP processing is done.
+func (e *Endpoint) promote(q *queue) {
+	if len(q.own.cands) > 0 {
+		e.demux.promote(q)
+	}
 }
 
 // runDeferred runs to completion the TCP processing the batches delivered

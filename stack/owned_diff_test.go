@@ -1,0 +1,387 @@
+package stack
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
+	"github.com/ustack-dev/ustack/stack/internal/link"
+)
+
+// The owned fast path's differential test: one sequence of segments from
+// a scripted peer to an echo handler, played against netstack alone
+// (Config.NetstackFastPath), against the owned fast path, and against the
+// owned fast path with the connection handed back to netstack at random
+// points (SetOwnedChaos) and promoted again wherever it is quiet, must
+// give the same segments from ustack (flags, numbers, window, SACK
+// blocks, payload; not the timestamps' values, which are clocks), the
+// same bytes to the handler, and the same connection state at the end,
+// over holes, duplicates, SACK, window changes, PAWS, urgent data and
+// ACKs of data never sent.
+//
+// As in the fast path's differential (fastrx_diff_test.go), each step's
+// segments reach ustack's worker as one RX batch, the next step goes only
+// after the worker took them, and delayed ACKs are off; the peer's
+// handshake round trip keeps ustack's timers past a run's end, and the
+// last step acknowledges everything ustack sent.
+
+// ownedMode is how a differential run carries the connection.
+type ownedMode int
+
+const (
+	ownedNetstack ownedMode = iota // Config.NetstackFastPath: netstack alone
+	ownedOn                        // the owned fast path
+	ownedChaos                     // the owned fast path, demoted at random
+)
+
+func (m ownedMode) String() string { return [...]string{"netstack", "owned", "owned+chaos"}[m] }
+
+// ownedSeg is one segment of a step: what the peer sends, its ACK chosen
+// when it is sent (from what ustack has sent by then).
+type ownedSeg struct {
+	seg
+	ack int // 0: all ustack sent; 1: the last ACK again; 2: half way
+}
+
+// decodeOwned turns fuzz input into steps, 3 bytes a segment:
+//
+//	b0 bits 0-2: sequence: 0-3 and 6-7 the peer's next byte, 4 ahead
+//	             of it (a hole), 5 behind it (a duplicate or overlap)
+//	b0 bits 3-7: 0-21 ACK (PSH if odd), 22-23 a SACK option, 24 URG,
+//	             25 a small window, 26 zero window, 27 an old timestamp,
+//	             28 no payload, 29 ACK of unsent data, 30-31 ACK
+//	b1:          payload length, modulo 200
+//	b2 bits 0-1: the ACK: all of ustack's data, the last again, half way
+//	b2 bits 2-4: the hole or overlap, in 8-byte units (1-8)
+//	b2 bit 7:    the next segment joins this one's batch
+func decodeOwned(in []byte, ts bool) [][]ownedSeg {
+	var steps [][]ownedSeg
+	var cur []ownedSeg
+	next := uint32(1)
+	for len(in) >= 3 && len(steps) < 24 {
+		b0, b1, b2 := in[0], in[1], in[2]
+		in = in[3:]
+		n := uint32(b1)%200 + 1
+		d := (uint32(b2>>2)&7 + 1) * 8
+		seq := next
+		switch b0 & 7 {
+		case 4:
+			seq = next + d
+		case 5:
+			d = min(d, next-1)
+			seq = next - d
+		}
+		s := ownedSeg{seg: seg{Flags: "A", Seq: seq}, ack: int(b2&3) % 3}
+		switch v := b0 >> 3; {
+		case v < 22 || v >= 30:
+			if v&1 == 1 {
+				s.Flags = "PA"
+			}
+		case v < 24:
+			s.SACK = [][2]uint32{{1, 2}}
+		case v == 24:
+			s.Flags = "UPA"
+		case v == 25:
+			s.Win = 64
+		case v == 26:
+			s.Win = zeroWin
+		case v == 27:
+			if !ts {
+				break
+			}
+			s.TSval = 1 // before TS.Recent
+		case v == 28:
+			n = 0
+		case v == 29:
+			s.ack = 3
+		}
+		if s.SACK != nil && n == 0 {
+			n = 1
+		}
+		s.Payload = diffPayload(seq-1, n)
+		if seq == next {
+			next += n
+		} else if seq+n > next && seq < next {
+			next = seq + n
+		}
+		cur = append(cur, s)
+		if b2&0x80 == 0 {
+			steps = append(steps, cur)
+			cur = nil
+		}
+	}
+	if len(cur) > 0 {
+		steps = append(steps, cur)
+	}
+	return steps
+}
+
+// recHandler echoes what it gets and records it.
+type recHandler struct {
+	mu  sync.Mutex
+	got []byte
+	s   *Stream
+}
+
+func (h *recHandler) OnOpen(s *Stream) {
+	h.mu.Lock()
+	h.s = s
+	h.mu.Unlock()
+}
+
+func (h *recHandler) OnTraffic(s *Stream, b []byte) {
+	if b == nil {
+		return
+	}
+	h.mu.Lock()
+	h.got = append(h.got, b...)
+	h.mu.Unlock()
+	s.Write(b)
+}
+
+func (h *recHandler) OnClose(*Stream, error) {}
+
+// ownedRun is one run's outcome.
+type ownedRun struct {
+	sent  []string
+	got   []byte
+	state tcp.FastState
+	fp    FastPathStats
+}
+
+// runOwned plays steps against an echo handler carried as mode says.
+func runOwned(t *testing.T, steps [][]ownedSeg, ts bool, mode ownedMode, seed uint64) ownedRun {
+	t.Helper()
+	p := newScriptPeer(t, scriptOptions{Timestamps: ts, HandshakeRTT: 50 * time.Millisecond,
+		Config: func(c *Config) { c.DelayedAck = -1; c.NetstackFastPath = mode == ownedNetstack }})
+	p.t = quietTB{p.t}
+	if mode == ownedChaos {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		p.s.ep.SetOwnedChaos(func() bool { return rng.IntN(3) == 0 })
+	}
+	h := &recHandler{}
+	ln, err := p.s.ListenHandler("tcp4", netip.AddrPortFrom(p.remote.Addr(), 80).String(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
+	p.Send(seg{Flags: "S", Seq: 0})
+	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
+	p.handshakeDelay()
+	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
+	// The first request goes to an open stream: one that arrives before
+	// the worker opened it is queued, and ACKed, by netstack.
+	for deadline := time.Now().Add(scriptWait); ; time.Sleep(100 * time.Microsecond) {
+		h.mu.Lock()
+		open := h.s != nil
+		h.mu.Unlock()
+		if open {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the handler opened no stream")
+		}
+	}
+
+	var run ownedRun
+	sentEnd, lastAck := uint32(1), uint32(1) // ustack's data, relative to its ISN
+	stackAck := uint32(1)                    // the peer's data ustack acknowledged
+	collect := func(d time.Duration) {
+		for {
+			s, ok := p.next(d)
+			if !ok {
+				return
+			}
+			if end := s.Seq + uint32(len(s.Payload)); int32(end-sentEnd) > 0 {
+				sentEnd = end
+			}
+			if strings.Contains(s.Flags, "A") && int32(s.Ack-stackAck) > 0 {
+				stackAck = s.Ack
+			}
+			s.TSval, s.TSecr = 0, 0
+			run.sent = append(run.sent, s.String())
+		}
+	}
+	send := func(step []ownedSeg) {
+		batch := make([]seg, len(step))
+		for i, s := range step {
+			switch s.ack {
+			case 0:
+				s.Ack = sentEnd
+			case 1:
+				s.Ack = lastAck
+			case 2:
+				s.Ack = lastAck + (sentEnd-lastAck)/2
+			case 3:
+				s.Ack = sentEnd + 100
+			}
+			if s.ack != 3 {
+				lastAck = s.Ack
+			}
+			batch[i] = s.seg
+		}
+		want := p.wire.wire.IdleFrames()
+		p.SendBatch(batch...)
+		for deadline := time.Now().Add(scriptWait); p.wire.wire.IdleFrames() < want; {
+			if time.Now().After(deadline) {
+				t.Fatalf("ustack's worker did not take a batch of %d within %v", len(batch), scriptWait)
+			}
+			collect(0)
+			time.Sleep(10 * time.Microsecond)
+		}
+		collect(2 * time.Millisecond)
+	}
+	for _, step := range steps {
+		send(step)
+	}
+	// Acknowledge all ustack sent, so that no timer is left to differ.
+	send([]ownedSeg{{seg: seg{Flags: "A", Seq: stackAck}}})
+	collect(20 * time.Millisecond)
+
+	h.mu.Lock()
+	s := h.s
+	run.got = append(run.got, h.got...)
+	h.mu.Unlock()
+	if s == nil {
+		t.Fatal("the handler opened no stream")
+	}
+	run.fp = p.s.Stats().FastPath
+	s.mu.Lock()
+	s.disown(link.DemoteOwner)
+	s.mu.Unlock()
+	run.state = s.ep.FastState()
+	run.state.SndUna -= p.irs
+	run.state.SndNxt -= p.irs
+	// The congestion window is netstack's: the owned fast path does not
+	// grow it, so a run that was carried ends with a smaller one.
+	run.state.SndCwnd = 0
+	return run
+}
+
+// checkOwned plays in in the three modes and fails if the owned runs
+// differ from netstack's in each of diffTries tries.
+func checkOwned(t *testing.T, in []byte, ts bool, seed uint64) (owned, chaos FastPathStats) {
+	steps := decodeOwned(in, ts)
+	if len(steps) == 0 {
+		return
+	}
+	var steplog strings.Builder
+	for i, st := range steps {
+		fmt.Fprintf(&steplog, "  step %d:", i)
+		for _, s := range st {
+			fmt.Fprintf(&steplog, " %v (ack %d);", s.seg, s.ack)
+		}
+		steplog.WriteString("\n")
+	}
+	for _, mode := range []ownedMode{ownedOn, ownedChaos} {
+		var base, run ownedRun
+		for try := 1; ; try++ {
+			base, run = runOwned(t, steps, ts, ownedNetstack, seed), runOwned(t, steps, ts, mode, seed)
+			if ownedSame(base, run) || try == diffTries {
+				break
+			}
+			t.Logf("%v try %d: the runs differ; playing the sequence again\nnetstack:\n  %s\n%v:\n  %s\nstate %+v\n vs %+v", mode, try,
+				strings.Join(base.sent, "\n  "), mode, strings.Join(run.sent, "\n  "), base.state, run.state)
+		}
+		if a, b := strings.Join(base.sent, "\n  "), strings.Join(run.sent, "\n  "); a != b {
+			t.Errorf("ustack's segments differ\nnetstack:\n  %s\n%v:\n  %s\nsteps:\n%s", a, mode, b, steplog.String())
+		}
+		if !bytes.Equal(base.got, run.got) {
+			t.Errorf("the handler got %q with netstack, %q %v\nsteps:\n%s", base.got, run.got, mode, steplog.String())
+		}
+		if base.state != run.state {
+			t.Errorf("connection state differs\nnetstack: %+v\n%v: %+v\nsteps:\n%s", base.state, mode, run.state, steplog.String())
+		}
+		if base.fp.Promotions != 0 {
+			t.Errorf("netstack run counted promotions: %+v", base.fp)
+		}
+		if mode == ownedOn {
+			owned = run.fp
+		} else {
+			chaos = run.fp
+		}
+	}
+	return owned, chaos
+}
+
+func ownedSame(a, b ownedRun) bool {
+	return strings.Join(a.sent, "\n") == strings.Join(b.sent, "\n") && bytes.Equal(a.got, b.got) && a.state == b.state
+}
+
+// ownedSeeds reach the fast path's receive verdicts and the hand-over's
+// cases.
+var ownedSeeds = [][]byte{
+	{0, 10, 0, 8, 20, 0, 0, 30, 0, 0, 5, 0},        // requests in order
+	{8, 10, 1, 8, 10, 2, 8, 10, 0, 0, 10, 0},       // ACK none new, half, all
+	{0, 10, 0, 4, 10, 0, 0, 8, 0, 0, 50, 0},        // a hole, filled
+	{0, 10, 0, 5, 10, 4, 0, 10, 0},                 // a duplicate
+	{0, 10, 0x80, 0, 10, 0x80, 0, 10, 0, 0, 5, 0},  // three in one batch
+	{0, 10, 0, 192, 10, 0, 0, 10, 0},               // URG
+	{0, 10, 0, 176, 10, 0, 0, 10, 0},               // SACK option
+	{0, 10, 0, 200, 10, 0, 0, 150, 0, 0, 10, 0},    // a small window, then open
+	{0, 10, 0, 208, 10, 0, 0, 10, 0},               // zero window
+	{0, 10, 0, 216, 10, 0, 0, 10, 0},               // old timestamp
+	{0, 10, 0, 224, 0, 0, 0, 10, 0},                // pure ACK
+	{0, 10, 0, 232, 10, 0, 0, 10, 0},               // ACK of unsent data
+	{0, 199, 0, 0, 199, 0, 0, 199, 0, 0, 199, 0},   // larger requests
+	{0, 10, 1, 0, 10, 1, 0, 10, 1, 0, 10, 0},       // replies pile up in flight
+	{4, 30, 0x84, 0, 10, 0x80, 0, 10, 0, 0, 40, 0}, // holes in one batch
+}
+
+// TestOwnedDifferential plays the seeds and random inputs, with and
+// without timestamps, and checks the owned runs were carried (the
+// comparison is empty otherwise).
+func TestOwnedDifferential(t *testing.T) {
+	inputs := append([][]byte(nil), ownedSeeds...)
+	rng := rand.New(rand.NewPCG(42, 42))
+	random := 10
+	if testing.Short() {
+		random = 2
+	}
+	for range random {
+		in := make([]byte, 3*(4+rng.IntN(10)))
+		for i := range in {
+			in[i] = byte(rng.Uint32())
+		}
+		for i := 0; i < len(in); i += 3 {
+			if rng.IntN(3) > 0 {
+				in[i] &^= 0xf7 // mostly in order
+			}
+		}
+		inputs = append(inputs, in)
+	}
+	var owned, chaos FastPathStats
+	for i, in := range inputs {
+		for _, ts := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d/ts=%v", i, ts), func(t *testing.T) {
+				o, c := checkOwned(t, in, ts, uint64(i))
+				owned.Promotions += o.Promotions
+				owned.SegmentsIn += o.SegmentsIn
+				owned.Demotions += o.Demotions
+				chaos.Promotions += c.Promotions
+				chaos.Demotions += c.Demotions
+			})
+		}
+	}
+	t.Logf("owned runs: %d promotions, %d segments, %d demotions; chaos runs: %d promotions, %d demotions",
+		owned.Promotions, owned.SegmentsIn, owned.Demotions, chaos.Promotions, chaos.Demotions)
+	if owned.Promotions == 0 || owned.SegmentsIn == 0 || owned.Demotions == 0 || chaos.Demotions <= owned.Demotions {
+		t.Errorf("the runs did not exercise the owned fast path and its hand-over")
+	}
+}
+
+// FuzzOwnedDifferential: go test ./stack -run XXX -fuzz FuzzOwnedDifferential
+func FuzzOwnedDifferential(f *testing.F) {
+	for _, s := range ownedSeeds {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, ts bool) { checkOwned(t, in, ts, 1) })
+}
