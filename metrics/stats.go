@@ -62,10 +62,10 @@ var (
 		help:   "Faults injected (Config.Faults), by direction and kind; skipped counts faults drawn but not applied for want of a spare frame.",
 		labels: []string{"direction", "fault"}}
 	famDirectMisses = &family{name: "tcp_direct_misses_total",
-		help:   "TCP packets the fast path's send left to netstack's path (Config.NoFastPath), by reason: size (a GSO packet of several segments, or one past the MTU), route (loopback, IP options, firewall rules, packet sockets), unresolved (next hop not resolved yet).",
+		help:   "TCP packets the fast path's send left to netstack's path (Config.Debug.NoFastPath), by reason: size (a GSO packet of several segments, or one past the MTU), route (loopback, IP options, firewall rules, packet sockets), unresolved (next hop not resolved yet).",
 		labels: []string{"reason"}}
 	famFastMisses = &family{name: "tcp_fast_misses_total",
-		help:   "Received TCP segments the fast path's receive (header prediction, Config.NoFastPath) left to netstack, by reason: busy (lock held elsewhere or segments queued ahead), state (not established), header (flags, options other than the timestamp, pure ACKs), sequence (not the next expected, or past the window or buffer), ack (outside [SND.UNA, SND.NXT], or PAWS), recovery (loss recovery, SACK or out-of-order state, zero window).",
+		help:   "Received TCP segments the fast path's receive (header prediction, Config.Debug.NoFastPath) left to netstack, by reason: busy (lock held elsewhere or segments queued ahead), state (not established), header (flags, options other than the timestamp, pure ACKs), sequence (not the next expected, or past the window or buffer), ack (outside [SND.UNA, SND.NXT], or PAWS), recovery (loss recovery, SACK or out-of-order state, zero window).",
 		labels: []string{"reason"}}
 	famPollLeft = &family{name: "poll_bytes_left_total",
 		help:   "Bytes connections read on the worker (queue pairs) got from the receive queue rather than from the frame, by reason, as they arrive there: slow (netstack's ordinary path: a fast-path miss or data out of order), behind (earlier bytes still queued), refused (the queue pair ending), large (a coalesced segment past 64 KiB), before (queued before the consumer was set).",
@@ -74,7 +74,7 @@ var (
 		help:   "Bytes handlers got from the receive queue rather than from the frame, by reason, as they arrive there: slow (netstack's ordinary path: a fast-path miss or data out of order), behind (earlier bytes still queued), refused (the stream busy or closing), large (a coalesced segment past 64 KiB), before (queued before the stream was set up).",
 		labels: []string{"reason"}}
 	famSynMisses = &family{name: "tcp_syn_misses_total",
-		help:   "SYNs to a listener the worker left to netstack's listener (Config.NoFastPath), by reason: cookie (SynCookies auto with half-open connections to spare, worker not behind), busy (listener locked elsewhere, no TX frame), route (peer off ustack's on-link prefixes with no default router of its family), unresolved (off-link peer, router's MAC not resolved yet), other (listener shutting down, IP settings).",
+		help:   "SYNs to a listener the worker left to netstack's listener (Config.Debug.NoFastPath), by reason: cookie (SynCookies auto with half-open connections to spare, worker not behind), busy (listener locked elsewhere, no TX frame), route (peer off ustack's on-link prefixes with no default router of its family), unresolved (off-link peer, router's MAC not resolved yet), other (listener shutting down, IP settings).",
 		labels: []string{"reason"}}
 	famSteering = &family{name: "steering_packets_total",
 		help:   "Packets the XDP steering program classified, by verdict reason.",
@@ -178,7 +178,7 @@ var statsExports = map[string]export{
 	"TCPSynCookiesSent":       {netstack: "TCP.ListenOverflowSynCookieSent"},
 	"TCPSynCookiesValidated":  {netstack: "TCP.ListenOverflowSynCookieRcvd"},
 	"TCPSynCookiesFailed":     {netstack: "TCP.ListenOverflowInvalidSynCookieRcvd"},
-	"TCPSynsOnWorker":         own("tcp_syns_worker_total", "SYNs the worker answered itself with a SYN cookie's SYN-ACK (Config.NoFastPath), a part of the SYN cookies sent."),
+	"TCPSynsOnWorker":         own("tcp_syns_worker_total", "SYNs the worker answered itself with a SYN cookie's SYN-ACK (Config.Debug.NoFastPath), a part of the SYN cookies sent."),
 	"TCPSynsOnWorkerPressure": own("tcp_syns_worker_pressure_total", "SYNs of tcp_syns_worker_total answered while half the queue's receive frames or more waited on the RX ring, when every SYN gets a cookie (Config.UMEMSize)."),
 	"TCPSynsDroppedOnWorker":  own("tcp_syns_worker_dropped_total", "SYNs the worker dropped because the listener's accept queue was full, as the listener drops them."),
 	"TCPSynMissCookie":        {series: []series{shared(famSynMisses, "cookie")}},
@@ -190,7 +190,7 @@ var statsExports = map[string]export{
 	"TCPDirectMissSize":       {series: []series{shared(famDirectMisses, "size")}},
 	"TCPDirectMissRoute":      {series: []series{shared(famDirectMisses, "route")}},
 	"TCPDirectMissUnresolved": {series: []series{shared(famDirectMisses, "unresolved")}},
-	"TCPSegmentsFast":         own("tcp_segments_fast_total", "Received TCP segments the fast path's receive (header prediction, Config.NoFastPath) processed, a part of the TCP segments received."),
+	"TCPSegmentsFast":         own("tcp_segments_fast_total", "Received TCP segments the fast path's receive (header prediction, Config.Debug.NoFastPath) processed, a part of the TCP segments received."),
 	"TCPFastMissBusy":         {series: []series{shared(famFastMisses, "busy")}},
 	"TCPFastMissState":        {series: []series{shared(famFastMisses, "state")}},
 	"TCPFastMissHeader":       {series: []series{shared(famFastMisses, "header")}},
@@ -211,7 +211,7 @@ var statsExports = map[string]export{
 	"HandlerBytesLeftRefused": {series: []series{shared(famHandlerLeft, "refused")}},
 	"HandlerBytesLeftLarge":   {series: []series{shared(famHandlerLeft, "large")}},
 	"HandlerBytesLeftBefore":  {series: []series{shared(famHandlerLeft, "before")}},
-	"TCPSegmentsDirect":       own("tcp_segments_direct_total", "TCP segments the fast path's direct send wrote to the link (Config.NoFastPath), a part of the TCP segments sent."),
+	"TCPSegmentsDirect":       own("tcp_segments_direct_total", "TCP segments the fast path's direct send wrote to the link (Config.Debug.NoFastPath), a part of the TCP segments sent."),
 
 	"Capture.Packets": own("capture_packets_total", "Frames the packet capture (Config.Capture) recorded."),
 	"Capture.Bytes":   own("capture_bytes_total", "Bytes the packet capture wrote, record headers included."),

@@ -15,7 +15,7 @@ import (
 // TestScriptDirectWrite: with the fast path on, every TCP segment of an
 // IPv4 or IPv6 connection (the handshake's, data, pure ACKs, FIN) is written by
 // the direct send (Route.WriteDirect, WriteTCPFrame), and its IP header is
-// byte for byte the one netstack's network endpoint writes; with Config.NoFastPath
+// byte for byte the one netstack's network endpoint writes; with Config.Debug.NoFastPath
 // none is, and the headers are the same. Both runs play one script.
 func TestScriptDirectWrite(t *testing.T) {
 	for _, v := range []struct {
@@ -33,7 +33,7 @@ func TestScriptDirectWrite(t *testing.T) {
 			name += "/ipv6"
 		}
 		t.Run(name, func(t *testing.T) {
-			p := newScriptPeer(t, scriptOptions{IPv6: v.v6, Timestamps: v.ts, Config: func(c *Config) { c.NoFastPath = !fast }})
+			p := newScriptPeer(t, scriptOptions{IPv6: v.v6, Timestamps: v.ts, Config: func(c *Config) { c.Debug.NoFastPath = !fast }})
 			var tcpFrames int
 			var bad []string
 			p.frame = func(f []byte) {

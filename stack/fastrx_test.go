@@ -268,7 +268,7 @@ func TestScriptFlowCacheReusedTuple(t *testing.T) {
 func TestScriptFastReceiveOwedAckAfterUserLock(t *testing.T) {
 	// No GRO: the batch's segments reach TCP one by one, as from a
 	// peer that does not send them back to back.
-	p := newScriptPeer(t, scriptOptions{Config: func(c *Config) { c.DelayedAck = 400 * time.Millisecond; c.NoGRO = true }})
+	p := newScriptPeer(t, scriptOptions{Config: func(c *Config) { c.DelayedAck = 400 * time.Millisecond; c.Debug.NoGRO = true }})
 	c := p.Connect()
 	ep := c.(*tcpConn).ep
 	locked := make(chan struct{})

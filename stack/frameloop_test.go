@@ -144,7 +144,7 @@ func (l *frameLoop) round() {
 
 // TestMemFrameLoopAllocs: request frame in, reply frame out, on both APIs:
 // no allocation anywhere (the peer's loop allocates nothing either). With
-// Config.NoFastPath too, the comparisons' baseline: each reply there once
+// Config.Debug.NoFastPath too, the comparisons' baseline: each reply there once
 // made a frame template and dropped it.
 func TestMemFrameLoopAllocs(t *testing.T) {
 	if raceEnabled {
@@ -157,7 +157,7 @@ func TestMemFrameLoopAllocs(t *testing.T) {
 			name += "-nofastpath"
 		}
 		t.Run(name, func(t *testing.T) {
-			l := newFrameLoop(t, handler, func(c *Config) { c.Poll = Spin; c.NoFastPath = noFast })
+			l := newFrameLoop(t, handler, func(c *Config) { c.Poll = Spin; c.Debug.NoFastPath = noFast })
 			for i := 0; i < 200; i++ {
 				l.round()
 			}
@@ -172,7 +172,7 @@ func TestMemFrameLoopAllocs(t *testing.T) {
 // reports the server's own part (request frame off the RX ring → reply on
 // the TX ring, p50: rx→txring-µs) from its latency breakdown.
 //
-// The nofastpath variants run with Config.NoFastPath, for the fast path's
+// The nofastpath variants run with Config.Debug.NoFastPath, for the fast path's
 // before and after in one run.
 func BenchmarkMemFrameLoop(b *testing.B) {
 	for _, v := range []struct {
@@ -180,7 +180,7 @@ func BenchmarkMemFrameLoop(b *testing.B) {
 		handler, noFast bool
 	}{{"net.Conn", false, false}, {"handler", true, false}, {"net.Conn-nofastpath", false, true}, {"handler-nofastpath", true, true}} {
 		b.Run(v.name, func(b *testing.B) {
-			l := newFrameLoop(b, v.handler, func(c *Config) { c.Poll = Spin; c.Trace = true; c.NoFastPath = v.noFast })
+			l := newFrameLoop(b, v.handler, func(c *Config) { c.Poll = Spin; c.Trace = true; c.Debug.NoFastPath = v.noFast })
 			for i := 0; i < 1000; i++ {
 				l.round()
 			}

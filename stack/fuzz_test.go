@@ -64,7 +64,7 @@ type rxFuzzer struct {
 	descs  [link.BatchSize]xsk.Desc
 	execs  int // inputs run on this target
 	// cookies is the target's Config.SynCookies.
-	cookies string
+	cookies SynCookieMode
 }
 
 // fuzzRestart is how many inputs a target takes before the fuzzer builds
@@ -73,10 +73,10 @@ type rxFuzzer struct {
 // millions of executions.
 const fuzzRestart = 5000
 
-func newRXFuzzer(t testing.TB) *rxFuzzer { return newRXFuzzerCookies(t, "auto") }
+func newRXFuzzer(t testing.TB) *rxFuzzer { return newRXFuzzerCookies(t, SynCookiesAuto) }
 
 // newRXFuzzerCookies is newRXFuzzer with the target's SynCookies set.
-func newRXFuzzerCookies(t testing.TB, cookies string) *rxFuzzer {
+func newRXFuzzerCookies(t testing.TB, cookies SynCookieMode) *rxFuzzer {
 	z := &rxFuzzer{t: t, cookies: cookies}
 	z.start()
 	t.Cleanup(z.stop)
@@ -532,7 +532,7 @@ func FuzzRXSynCookies(f *testing.F) {
 	for _, s := range rxSeeds() {
 		f.Add(s)
 	}
-	z := newRXFuzzerCookies(f, "always")
+	z := newRXFuzzerCookies(f, SynCookiesAlways)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		z.t = t
 		z.run(in)
@@ -543,7 +543,7 @@ func FuzzRXSynCookies(f *testing.F) {
 // answers SYNs with cookies: the worker answers the handshake seeds'
 // SYNs itself, and the target still makes connections afterwards.
 func TestRXSeedsSynCookies(t *testing.T) {
-	z := newRXFuzzerCookies(t, "always")
+	z := newRXFuzzerCookies(t, SynCookiesAlways)
 	before := z.s.Stats().TCPSynsOnWorker
 	seeds := rxSeeds()
 	for _, name := range slices.Sorted(maps.Keys(seeds)) {

@@ -478,7 +478,7 @@ func TestMemHandlerEOF(t *testing.T) {
 // TestMemHandlerFromTheFrame: with the fast path, a handler's OnTraffic
 // is given a request's bytes straight from the receive frame (netstack's
 // FastConsumer), on the worker, before the frame is recycled: all of a
-// quiet ping-pong's. Without it (Config.NoFastPath) every byte comes
+// quiet ping-pong's. Without it (Config.Debug.NoFastPath) every byte comes
 // through the receive queue. With faults on the wire, the segments out of
 // order take the queue and direct delivery resumes once it is empty. A
 // 1 MiB message, which fills the send buffer (writes held back stop
@@ -489,7 +489,7 @@ func TestMemHandlerFromTheFrame(t *testing.T) {
 		cfg  func(*Config)
 	}{
 		{"fast-path", nil},
-		{"no-fast-path", func(c *Config) { c.NoFastPath = true }},
+		{"no-fast-path", func(c *Config) { c.Debug.NoFastPath = true }},
 		{"faults", func(c *Config) {
 			c.Faults = &Faults{Seed: 9, RX: FaultRates{Drop: 0.01, Reorder: 0.01, Duplicate: 0.01, Corrupt: 0.01}}
 		}},
@@ -713,7 +713,7 @@ func (h *gatherEchoHandler) OnTraffic(s *Stream, b []byte) {
 func TestScriptHandlerLateAckKeepsTSRecent(t *testing.T) {
 	for _, fast := range []bool{true, false} {
 		t.Run(map[bool]string{true: "fast", false: "nofastpath"}[fast], func(t *testing.T) {
-			p := newScriptPeer(t, scriptOptions{Timestamps: true, HandshakeRTT: 20 * time.Millisecond, Config: func(c *Config) { c.NoFastPath = !fast }})
+			p := newScriptPeer(t, scriptOptions{Timestamps: true, HandshakeRTT: 20 * time.Millisecond, Config: func(c *Config) { c.Debug.NoFastPath = !fast }})
 			ep := connectHandler(t, p, &gatherEchoHandler{n: 6})
 			before := fastCounts(p.s.Stats())
 			p.SendBatch(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("abc"), TSval: 50000},

@@ -42,7 +42,7 @@ var (
 // other; it asserts no timing (figures belong to benchmarks).
 func TestPrivilegedEchoUnderLoss(t *testing.T) {
 	vethtest.Tools(t, "nft", "ethtool")
-	cfg := Config{CongestionControl: *lossCC}
+	cfg := Config{CongestionControl: CongestionControl(*lossCC)}
 	if *lossPcap != "" {
 		f, err := os.Create(*lossPcap)
 		if err != nil {

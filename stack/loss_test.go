@@ -313,7 +313,7 @@ func TestMemRecoveryProbe(t *testing.T) {
 	// The receiver acknowledges each out-of-order segment (SACK) as it
 	// arrives: without receive coalescing, which would merge the five
 	// after the hole into one and acknowledge them once.
-	mp := newMemPairWith(t, Adaptive, func(c *Config) { c.NoGRO = true })
+	mp := newMemPairWith(t, Adaptive, func(c *Config) { c.Debug.NoGRO = true })
 	const port, size = 5002, 6 * 1420
 	// Sent three times: lost, fast-retransmitted, probed.
 	l := newACKLoss(port, size, 3)
@@ -464,7 +464,7 @@ func TestMemGSOTailLoss(t *testing.T) {
 // dropACK, if not nil, may drop frames the receiver sends.
 func gsoBurstLoss(t *testing.T, port uint16, lost uint32, dropACK func(f []byte, log *resends) bool) (rs []uint32, after, before Stats) {
 	t.Helper()
-	mp := newMemPairCfg(t, Adaptive, func(*Config) {}, func(c *Config) { c.NoGRO = true })
+	mp := newMemPairCfg(t, Adaptive, func(*Config) {}, func(c *Config) { c.Debug.NoGRO = true })
 	const size = 10 * 1420
 	var log resends
 	mp.pa.setDrop(log.wrap(port, func(rel uint32) bool { return rel == lost }))

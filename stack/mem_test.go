@@ -191,12 +191,12 @@ func TestMemTCPEcho(t *testing.T) {
 // frames in both directions and checks SHA-256 on both ends, with each
 // congestion control.
 func TestMemBulkWithLoss(t *testing.T) {
-	for _, cc := range []string{"reno", "cubic", "bbr"} {
-		t.Run(cc, func(t *testing.T) { memBulkWithLoss(t, cc) })
+	for _, cc := range []CongestionControl{CongestionReno, CongestionCubic, CongestionBBR} {
+		t.Run(string(cc), func(t *testing.T) { memBulkWithLoss(t, cc) })
 	}
 }
 
-func memBulkWithLoss(t *testing.T, cc string) {
+func memBulkWithLoss(t *testing.T, cc CongestionControl) {
 	set := func(c *Config) { c.CongestionControl = cc }
 	mp := newMemPairCfg(t, Adaptive, set, set)
 	var mu sync.Mutex
@@ -509,6 +509,18 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := ParsePollPolicy("busy"); err == nil {
 		t.Error("ParsePollPolicy accepted busy")
+	}
+	for _, v := range []string{"bbr", "reno", "cubic", "vegas", "BBR", ""} {
+		ok := v == "bbr" || v == "reno" || v == "cubic"
+		cc, err := ParseCongestionControl(v)
+		if ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) || ok && string(cc) != v {
+			t.Errorf("ParseCongestionControl(%q) = %q, %v", v, cc, err)
+		}
+	}
+	var d Config
+	d.setDefaults()
+	if d.CongestionControl != CongestionBBR {
+		t.Errorf("default congestion control %q, want bbr", d.CongestionControl)
 	}
 }
 

@@ -414,7 +414,7 @@ func TestMemQueuePairYieldsForWaiters(t *testing.T) {
 // bytes straight from the receive frames (netstack's SetFastConsumer):
 // most of them (all in a quiet run), each copied once, into the region;
 // without it
-// (Config.NoFastPath) every byte comes through netstack's receive queue,
+// (Config.Debug.NoFastPath) every byte comes through netstack's receive queue,
 // a second copy. With faults on the wire (loss, reordering, duplicates,
 // corruption) the segments out of order take the queue, and placement
 // resumes once it is empty. The region ends up with the bytes each way.
@@ -425,7 +425,7 @@ func TestMemQueuePairPlacesFromTheFrame(t *testing.T) {
 		direct bool
 	}{
 		{"fast-path", nil, true},
-		{"no-fast-path", func(c *Config) { c.NoFastPath = true }, false},
+		{"no-fast-path", func(c *Config) { c.Debug.NoFastPath = true }, false},
 		{"faults", func(c *Config) {
 			c.Faults = &Faults{Seed: 7, RX: FaultRates{Drop: 0.01, Reorder: 0.01, Duplicate: 0.01, Corrupt: 0.01}}
 		}, true},

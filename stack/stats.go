@@ -34,7 +34,7 @@ type QueueStats struct {
 	// netstack processor goroutine.
 	RxInline uint64
 	// RxCoalesced counts received TCP segments GRO merged into the
-	// segment before them (unless Config.NoGRO).
+	// segment before them (unless Config.Debug.NoGRO).
 	RxCoalesced uint64
 	// WorkerBusy is the time the queue's worker spent at work: RX
 	// batches and all they ran on it (TCP, handlers, queue pairs),
@@ -109,7 +109,7 @@ type Stats struct {
 	// listener whose cookie did not (answered with a reset).
 	TCPSynCookiesSent, TCPSynCookiesValidated, TCPSynCookiesFailed uint64
 
-	// SYNs to a listener answered on the worker (Config.NoFastPath,
+	// SYNs to a listener answered on the worker (Config.Debug.NoFastPath,
 	// tcp.Endpoint.AnswerSyn): cookie SYN-ACKs the worker wrote itself, a
 	// part of TCPSynCookiesSent; SYNs it dropped for a full accept
 	// queue, as the listener drops them; and SYNs it left to netstack's
@@ -130,7 +130,7 @@ type Stats struct {
 	TCPSynsOnWorkerPressure uint64
 
 	// TCP segments of TCPSegmentsSent that the fast path's send wrote
-	// (Config.NoFastPath), and the packets it left to netstack's path, by
+	// (Config.Debug.NoFastPath), and the packets it left to netstack's path, by
 	// why: size (a GSO packet of several segments, or one past the MTU),
 	// route (loopback, IP options, firewall rules, packet sockets), or a
 	// next hop not resolved yet. Zero with NoFastPath.
@@ -138,7 +138,7 @@ type Stats struct {
 	TCPDirectMissSize, TCPDirectMissRoute, TCPDirectMissUnresolved uint64
 
 	// Received TCP segments the fast path's receive (header prediction,
-	// Config.NoFastPath) processed, a part of TCPSegmentsReceived, and
+	// Config.Debug.NoFastPath) processed, a part of TCPSegmentsReceived, and
 	// those it left to netstack, by why: busy (the connection's lock held
 	// elsewhere, or segments queued ahead), state (not established),
 	// header (flags other than ACK and PSH, options other than the
@@ -146,7 +146,7 @@ type Stats struct {
 	// (not the next expected, or past the window or buffer), ack (outside
 	// [SND.UNA, SND.NXT], or PAWS), recovery (loss recovery, SACK or
 	// out-of-order state, a zero window). Only segments early demux
-	// (plain IPv4 and IPv6, Config.NoEarlyDemux) found an established
+	// (plain IPv4 and IPv6, Config.Debug.NoEarlyDemux) found an established
 	// connection for are offered.
 	TCPSegmentsFast                                          uint64
 	TCPFastMissBusy, TCPFastMissState, TCPFastMissHeader     uint64
@@ -167,7 +167,7 @@ type Stats struct {
 	// earlier bytes still waited in the queue), refused (the consumer
 	// could not take it at once), large (a coalesced segment past 64
 	// KiB), before (there before the consumer was set). Zero with
-	// Config.NoFastPath, where every byte is queued.
+	// Config.Debug.NoFastPath, where every byte is queued.
 	PollBytesLeftSlow, PollBytesLeftBehind, PollBytesLeftRefused uint64
 	PollBytesLeftLarge, PollBytesLeftBefore                      uint64
 

@@ -13,7 +13,7 @@ import (
 )
 
 // alwaysCookies has every SYN answered with a SYN cookie.
-func alwaysCookies(c *Config) { c.SynCookies = "always" }
+func alwaysCookies(c *Config) { c.SynCookies = SynCookiesAlways }
 
 // cookieTSOpts is the low six bits of a cookie SYN-ACK's TSval for a
 // peer's window scale shift ws (-1: none) and SACK-permitted, as Linux's
@@ -266,21 +266,27 @@ func TestScriptSynCookieTSvalNotAhead(t *testing.T) {
 	}
 }
 
-// TestConfigSynCookies: "auto" is the default, "auto" and "always" are
-// accepted, anything else is a configuration error.
+// TestConfigSynCookies: auto is the default, auto and always are
+// accepted, anything else is a configuration error, from validate and
+// from ParseSynCookieMode alike.
 func TestConfigSynCookies(t *testing.T) {
 	good := netip.MustParsePrefix("198.18.0.1/24")
 	var c Config
 	c.setDefaults()
-	if c.SynCookies != "auto" {
+	if c.SynCookies != SynCookiesAuto {
 		t.Errorf("default SynCookies %q, want auto", c.SynCookies)
 	}
-	for _, v := range []string{"auto", "always", "never", "on"} {
-		c := Config{Addrs: []netip.Prefix{good}, SynCookies: v}
+	for _, v := range []string{"auto", "always", "never", "on", "Auto"} {
+		c := Config{Addrs: []netip.Prefix{good}, SynCookies: SynCookieMode(v)}
 		c.setDefaults()
 		err := c.validate()
-		if ok := v == "auto" || v == "always"; ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) {
+		ok := v == "auto" || v == "always"
+		if ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) {
 			t.Errorf("SynCookies %q: validate = %v", v, err)
+		}
+		m, err := ParseSynCookieMode(v)
+		if ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) || ok && string(m) != v {
+			t.Errorf("ParseSynCookieMode(%q) = %q, %v", v, m, err)
 		}
 	}
 }
@@ -333,8 +339,8 @@ func TestMemSynCookieConnectBurst(t *testing.T) {
 // connection made from the handshake's ACK): what always-on cookies
 // cost connection setup, both ends together.
 func BenchmarkMemConnectSynCookies(b *testing.B) {
-	for _, mode := range []string{"auto", "always"} {
-		b.Run(mode, func(b *testing.B) {
+	for _, mode := range []SynCookieMode{SynCookiesAuto, SynCookiesAlways} {
+		b.Run(string(mode), func(b *testing.B) {
 			mp := newMemPairWith(b, Adaptive, func(c *Config) { c.SynCookies = mode })
 			ln, err := mp.b.Listen("tcp4", ":7")
 			if err != nil {

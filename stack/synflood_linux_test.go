@@ -200,7 +200,7 @@ func TestPrivilegedSYNFlood(t *testing.T) {
 			continue
 		}
 		t.Run("ustack-"+mode, func(t *testing.T) {
-			p, s := newVethStack(t, vethtest.Options{}, Config{SynCookies: mode})
+			p, s := newVethStack(t, vethtest.Options{}, Config{SynCookies: SynCookieMode(mode)})
 			ln, err := s.Listen("tcp", ":7")
 			if err != nil {
 				t.Fatal(err)
