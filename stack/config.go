@@ -136,7 +136,7 @@ type Config struct {
 	// Gateway4 and Gateway6 are optional default routers. A SYN from a
 	// peer off Addrs' prefixes is answered on the worker through its
 	// family's router, at the MAC netstack's neighbour cache holds for
-	// it (Stats.TCPSynMissRoute and TCPSynMissUnresolved count those
+	// it (Stats.Syn.MissRoute and MissUnresolved count those
 	// left to netstack for want of one).
 	Gateway4, Gateway6 netip.Addr
 
@@ -160,7 +160,7 @@ type Config struct {
 	// it. A burst of connections is absorbed by the worker's speed, not
 	// by frames held: once half of the receive frames wait on the RX
 	// ring, the worker answers every SYN to a listener itself with a SYN
-	// cookie (Stats.TCPSynsOnWorkerPressure), as under SynCookiesAlways.
+	// cookie (Stats.Syn.OnWorkerPressure), as under SynCookiesAlways.
 	// A burst of thousands of connections at once can still overflow
 	// the fill ring with the handshakes' last ACKs, which their senders
 	// then retransmit; set 64 MiB where such bursts are expected
@@ -193,7 +193,7 @@ type Config struct {
 	// MaxTimeWait is how many closed TCP connections may wait in
 	// TIME-WAIT (5 s) at once (default 1024; negative: no limit). A
 	// connection closing beyond it skips TIME-WAIT, as Linux's do when
-	// its tcp_max_tw_buckets overflows; Stats.TCPTimeWaitOverflows counts
+	// its tcp_max_tw_buckets overflows; Stats.TCP.TimeWaitOverflows counts
 	// them. Each TIME-WAIT connection keeps its whole netstack endpoint
 	// (several KiB, against the kernel's few hundred bytes), so without a
 	// bound a server closing 10,000 connections a second holds 50,000.
@@ -212,9 +212,9 @@ type Config struct {
 	// a cookie. Hence SynCookiesAuto by default, though SynCookiesAlways
 	// costs a connection's setup about the same time and a few more
 	// allocations (BenchmarkMemConnectSynCookies compares them).
-	// Stats.TCPSynCookiesSent and the two after it count what they do. A
+	// Stats.Syn.CookiesSent and the two after it count what they do. A
 	// SYN answered with a cookie is answered by the worker itself, from
-	// its frame (Stats.TCPSynsOnWorker): under a flood SynCookiesAlways
+	// its frame (Stats.Syn.OnWorker): under a flood SynCookiesAlways
 	// keeps the fill ring from overflowing where SynCookiesAuto first
 	// makes 4,095 half-open connections (docs/known-issues.md).
 	SynCookies SynCookieMode
@@ -273,15 +273,15 @@ type Debug struct {
 	// in-order data segment of a quiet established connection that
 	// passes header prediction (as Linux's tcp_rcv_established predicts)
 	// is processed where early demux finds its connection, without
-	// netstack's segment queue and generic checks (Stats.TCPSegmentsFast
+	// netstack's segment queue and generic checks (Stats.FastPath.Received
 	// and TCPFastMiss*). Sending, a segment of a plain IPv4 or IPv6
 	// connection goes from TCP to the link endpoint with its IP header
 	// written in one step, and a data segment's frame is written by the
 	// link from the connection's header template and the segment's
 	// bytes, copied once, not through netstack's IP and NIC layers;
-	// Stats.TCPSegmentsDirect counts them. A listener's SYN that it
+	// Stats.FastPath.Sent counts them. A listener's SYN that it
 	// answers with a SYN cookie is answered by the worker from the frame
-	// (Stats.TCPSynsOnWorker).
+	// (Stats.Syn.OnWorker).
 	NoFastPath bool
 	// NoTxChecksum makes netstack compute TCP and UDP checksums in a pass
 	// of its own before the copy into the UMEM frame. By default the link

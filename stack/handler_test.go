@@ -181,12 +181,12 @@ func TestMemHandlerSlowReader(t *testing.T) {
 	// timing) is counted, by reason, as it was left in the queue.
 	st := mp.b.Stats()
 	t.Logf("bytes left in the queue: slow %d, behind %d, refused %d, large %d, before %d; %d from the queue, %d from the frame",
-		st.HandlerBytesLeftSlow, st.HandlerBytesLeftBehind, st.HandlerBytesLeftRefused, st.HandlerBytesLeftLarge, st.HandlerBytesLeftBefore, st.HandlerBytesQueued, st.HandlerBytesDirect)
-	if st.HandlerBytesQueued == 0 {
+		st.FastPath.Handler.LeftSlow, st.FastPath.Handler.LeftBehind, st.FastPath.Handler.LeftRefused, st.FastPath.Handler.LeftLarge, st.FastPath.Handler.LeftBefore, st.FastPath.Handler.Queued, st.FastPath.Handler.Direct)
+	if st.FastPath.Handler.Queued == 0 {
 		t.Error("a stream that held its writes back took every byte from the frame")
 	}
-	if sum := st.HandlerBytesLeftSlow + st.HandlerBytesLeftBehind + st.HandlerBytesLeftRefused + st.HandlerBytesLeftLarge + st.HandlerBytesLeftBefore; sum != st.HandlerBytesQueued {
-		t.Errorf("%d bytes counted left by reason, %d read from the queue", sum, st.HandlerBytesQueued)
+	if sum := st.FastPath.Handler.LeftSlow + st.FastPath.Handler.LeftBehind + st.FastPath.Handler.LeftRefused + st.FastPath.Handler.LeftLarge + st.FastPath.Handler.LeftBefore; sum != st.FastPath.Handler.Queued {
+		t.Errorf("%d bytes counted left by reason, %d read from the queue", sum, st.FastPath.Handler.Queued)
 	}
 }
 
@@ -516,7 +516,7 @@ func TestMemHandlerFromTheFrame(t *testing.T) {
 				}
 			}
 			st := mp.b.Stats()
-			direct, queued := st.HandlerBytesDirect-before.HandlerBytesDirect, st.HandlerBytesQueued-before.HandlerBytesQueued
+			direct, queued := st.FastPath.Handler.Direct-before.FastPath.Handler.Direct, st.FastPath.Handler.Queued-before.FastPath.Handler.Queued
 			t.Logf("ping-pong: %d bytes from the frame, %d from the receive queue", direct, queued)
 			if direct+queued != rounds*64 {
 				t.Fatalf("OnTraffic was given %d bytes, want the %d written", direct+queued, rounds*64)
@@ -550,10 +550,10 @@ func TestMemHandlerFromTheFrame(t *testing.T) {
 			// Every byte read from the queue was counted as it was
 			// left there, with its reason.
 			end := mp.b.Stats()
-			queued = end.HandlerBytesQueued - before.HandlerBytesQueued
-			left := [...]uint64{end.HandlerBytesLeftSlow - before.HandlerBytesLeftSlow, end.HandlerBytesLeftBehind - before.HandlerBytesLeftBehind,
-				end.HandlerBytesLeftRefused - before.HandlerBytesLeftRefused, end.HandlerBytesLeftLarge - before.HandlerBytesLeftLarge,
-				end.HandlerBytesLeftBefore - before.HandlerBytesLeftBefore}
+			queued = end.FastPath.Handler.Queued - before.FastPath.Handler.Queued
+			left := [...]uint64{end.FastPath.Handler.LeftSlow - before.FastPath.Handler.LeftSlow, end.FastPath.Handler.LeftBehind - before.FastPath.Handler.LeftBehind,
+				end.FastPath.Handler.LeftRefused - before.FastPath.Handler.LeftRefused, end.FastPath.Handler.LeftLarge - before.FastPath.Handler.LeftLarge,
+				end.FastPath.Handler.LeftBefore - before.FastPath.Handler.LeftBefore}
 			t.Logf("all: %d bytes from the queue; left there slow %d, behind %d, refused %d, large %d, before %d", queued, left[0], left[1], left[2], left[3], left[4])
 			sum := left[0] + left[1] + left[2] + left[3] + left[4]
 			switch {
@@ -620,7 +620,7 @@ func TestScriptHandlerReplyBeforeAck(t *testing.T) {
 	}
 	p.ExpectNothing(20 * time.Millisecond)
 	st := p.s.Stats()
-	if d := st.HandlerBytesDirect - before.HandlerBytesDirect; d != uint64(seq-1) {
+	if d := st.FastPath.Handler.Direct - before.FastPath.Handler.Direct; d != uint64(seq-1) {
 		t.Errorf("%d bytes given from the frame, want all %d", d, seq-1)
 	}
 	fs := ep.FastState()

@@ -237,7 +237,7 @@ func memBulkWithLoss(t *testing.T, cc CongestionControl) {
 	if got := h.Sum(nil); !bytes.Equal(got, want[:]) {
 		t.Fatalf("sha256 mismatch")
 	}
-	if r := mp.a.Stats().TCPRetransmits + mp.b.Stats().TCPRetransmits; r == 0 {
+	if r := mp.a.Stats().TCP.Retransmits + mp.b.Stats().TCP.Retransmits; r == 0 {
 		t.Error("1% loss caused no retransmissions: the fault injector did nothing")
 	}
 }
@@ -304,8 +304,8 @@ func TestMemCorruption(t *testing.T) {
 	}
 	st := mp.b.Stats()
 	// Caught once, in the worker: no corrupted segment reaches netstack.
-	if st.Queues[0].RxBadChecksum == 0 || st.TCPChecksumErrors != 0 {
-		t.Errorf("corruption caught by the worker %d times (want > 0), by netstack %d times (want 0)", st.Queues[0].RxBadChecksum, st.TCPChecksumErrors)
+	if st.Queues[0].RxBadChecksum == 0 || st.TCP.ChecksumErrors != 0 {
+		t.Errorf("corruption caught by the worker %d times (want > 0), by netstack %d times (want 0)", st.Queues[0].RxBadChecksum, st.TCP.ChecksumErrors)
 	}
 }
 
@@ -347,7 +347,7 @@ func TestMemTrustedChecksumNotReverified(t *testing.T) {
 	if !bytes.Equal(got, msg) {
 		t.Fatal("echo differs")
 	}
-	if n := mp.b.Stats().TCPChecksumErrors; n != 0 {
+	if n := mp.b.Stats().TCP.ChecksumErrors; n != 0 {
 		t.Fatalf("netstack counted %d checksum errors on packets marked verified", n)
 	}
 }
