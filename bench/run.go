@@ -45,7 +45,7 @@ type contender struct {
 	FullChecksums bool
 	// Upstream runs a ustack server with netstack's own TCP engine
 	// behaviour: segments handed to processor goroutines, every batch
-	// acknowledged at once (Config.HandOffTCP, DelayedAck < 0).
+	// acknowledged at once (Config.Debug.HandOffTCP, DelayedAck < 0).
 	Upstream bool
 	// Handler serves the echo and discard workloads with ustack's
 	// run-to-completion handler API (stack.Handler) instead of a

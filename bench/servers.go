@@ -76,23 +76,28 @@ func startServer(contender, iface, poll string, port uint16, upstream, handler b
 			Trace:     true,
 		}
 		if upstream {
-			cfg.HandOffTCP, cfg.DelayedAck = true, -1
+			cfg.Debug.HandOffTCP, cfg.DelayedAck = true, -1
 		}
 		// A lab knob for before/after runs of the fast path in one
-		// session: the contenders' servers run with Config.NoFastPath.
+		// session: the contenders' servers run with
+		// Config.Debug.NoFastPath.
 		if os.Getenv("USTACK_BENCH_NOFASTPATH") != "" {
-			cfg.NoFastPath = true
+			cfg.Debug.NoFastPath = true
 		}
 		// Another: Config.SynCookies ("auto" or "always").
-		cfg.SynCookies = os.Getenv("USTACK_BENCH_SYNCOOKIES")
+		if v := os.Getenv("USTACK_BENCH_SYNCOOKIES"); v != "" {
+			if cfg.SynCookies, err = stack.ParseSynCookieMode(v); err != nil {
+				return nil, "", fmt.Errorf("USTACK_BENCH_SYNCOOKIES: %w", err)
+			}
+		}
 		switch offload {
 		case "":
 		case "no-gso":
-			cfg.NoGSO = true
+			cfg.Debug.NoGSO = true
 		case "no-tx-checksum":
-			cfg.NoTxChecksum = true
+			cfg.Debug.NoTxChecksum = true
 		case "no-gro":
-			cfg.NoGRO = true
+			cfg.Debug.NoGRO = true
 		default:
 			return nil, "", fmt.Errorf("unknown offload setting %q", offload)
 		}

@@ -150,10 +150,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for r, n := range st.Steering {
 		ch <- prometheus.MustNewConstMetric(c.steering, prometheus.CounterValue, float64(n), bpf.Reason(r).String())
 	}
-	for r, n := range st.FastPath.DemotionsBy {
+	for r, n := range st.FastPath.Owned.DemotionsBy {
 		ch <- prometheus.MustNewConstMetric(c.demotions, prometheus.CounterValue, float64(n), r)
 	}
-	for r, n := range st.FastPath.PromoteRefusedBy {
+	for r, n := range st.FastPath.Owned.PromoteRefusedBy {
 		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(n), r)
 	}
 	if t := st.Trace; t != nil {

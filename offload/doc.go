@@ -14,7 +14,7 @@
 //     PSH on the last segment only, CWR on the first only, checksums.
 //   - Receive: Verify checks a frame's checksums once, so netstack need
 //     not (Valid, Invalid, Unchecked; Partial for a veth peer's
-//     CHECKSUM_PARTIAL). ParseTCP, Follows and Merge coalesce a batch's
+//     CHECKSUM_PARTIAL). FindRun and Merge coalesce a batch's
 //     in-order segments of one flow into one packet (GRO) on Linux's
 //     rules; anything unusual passes as is.
 //

@@ -81,14 +81,45 @@ func ParseTCP(frame []byte) (s Seg, ok bool) {
 
 const tcpFlagACK = 0x10
 
-// Follows reports whether next (segment n of frame nf) continues a run
+// FindRun returns the run of segments GRO merges that starts at
+// frames[0], appended to segs[:0]: frames[0] parsed (ParseTCP), then each
+// frame after it that continues the run (same flow and headers, in
+// order, full-sized but for the last, no PSH before the last, within
+// MaxCoalesced). Fewer than two segments means there is nothing to
+// merge: frames[0] passes as is. The caller passes only frames whose
+// checksums it has verified, and reuses segs (cap len(frames)) so that
+// nothing is allocated. Merge builds the packet from the run.
+func FindRun(segs []Seg, frames [][]byte) []Seg {
+	segs = segs[:0]
+	if len(frames) < 2 {
+		return segs
+	}
+	first := frames[0]
+	f, ok := ParseTCP(first)
+	if !ok {
+		return segs
+	}
+	segs = append(segs, f)
+	size := f.Payload - ethLen + f.Len
+	for _, data := range frames[1:] {
+		n, ok := ParseTCP(data)
+		if !ok || !follows(first, f, segs[len(segs)-1], data, n, size) {
+			break
+		}
+		segs = append(segs, n)
+		size += n.Len
+	}
+	return segs
+}
+
+// follows reports whether segment n of frame nf continues a run
 // that starts with segment f of frame ff and ends with segment p, whose
 // run so far holds size bytes (IP header, TCP header, payloads): same
 // flow and same headers but for the IP length, ID and checksums and the
 // TCP sequence number, checksum and PSH; n starts where p ends; p is
 // full-sized (as long as f) and has no PSH; n is no longer than f; the
 // merged packet fits MaxCoalesced.
-func Follows(ff []byte, f, p Seg, nf []byte, n Seg, size int) bool {
+func follows(ff []byte, f, p Seg, nf []byte, n Seg, size int) bool {
 	if p.PSH || p.Len != f.Len || n.Len > f.Len || n.Payload != f.Payload || n.Seq != p.Seq+uint32(p.Len) ||
 		size+n.Len > MaxCoalesced || binary.BigEndian.Uint16(ff[12:]) != binary.BigEndian.Uint16(nf[12:]) {
 		return false
@@ -122,7 +153,7 @@ func MergedLen(segs []Seg) int {
 }
 
 // Merge writes into dst (at least MergedLen(segs) bytes) one frame holding
-// the run segs of frames (which Follows accepted one after another): the
+// the run segs of frames (as FindRun returned it for frames): the
 // first frame's headers with the IP length fields and the IPv4 header
 // checksum set for the whole, PSH if the last segment had it, and every
 // payload in order. The TCP checksum field is left as the first frame

@@ -29,36 +29,23 @@ func segmentFrames(t testing.TB, pkt []byte, l4, mss int) [][]byte {
 	return frames
 }
 
-// coalesce runs GRO over a batch as the worker does and returns the
-// frames netstack would see.
+// coalesce runs GRO over a batch as the worker does (FindRun, then
+// Merge) and returns the frames netstack would see.
 func coalesce(frames [][]byte) (out [][]byte, merged int) {
+	segs := make([]Seg, 0, len(frames))
 	for i := 0; i < len(frames); {
-		f, ok := ParseTCP(frames[i])
-		if !ok {
+		segs = FindRun(segs, frames[i:])
+		if len(segs) < 2 {
 			out = append(out, frames[i])
 			i++
 			continue
 		}
-		segs, run := []Seg{f}, [][]byte{frames[i]}
-		size := f.Payload - ethLen + f.Len
-		for j := i + 1; j < len(frames); j++ {
-			n, ok := ParseTCP(frames[j])
-			if !ok || !Follows(frames[i], f, segs[len(segs)-1], frames[j], n, size) {
-				break
-			}
-			segs, run = append(segs, n), append(run, frames[j])
-			size += n.Len
+		dst := make([]byte, MergedLen(segs))
+		if n := Merge(dst, frames[i:], segs); n != len(dst) {
+			panic("Merge length differs from MergedLen")
 		}
-		if len(segs) == 1 {
-			out = append(out, frames[i])
-		} else {
-			dst := make([]byte, MergedLen(segs))
-			if n := Merge(dst, run, segs); n != len(dst) {
-				panic("Merge length differs from MergedLen")
-			}
-			out = append(out, dst)
-			merged += len(segs) - 1
-		}
+		out = append(out, dst)
+		merged += len(segs) - 1
 		i += len(segs)
 	}
 	return out, merged
@@ -171,6 +158,30 @@ func TestCoalescedHeaders(t *testing.T) {
 	}
 }
 
+// FindRun reuses the caller's segs, and a batch too short to merge or a
+// first frame that is not a plain TCP segment gives no run.
+func TestFindRun(t *testing.T) {
+	frames := segmentFrames(t, gsoPacket(addr4a, addr4b, 1, header.TCPFlagAck, 3, randBytes(9, 8*1448)), 34, 1448)
+	segs := make([]Seg, 0, len(frames))
+	for _, c := range []struct {
+		name   string
+		frames [][]byte
+		want   int
+	}{
+		{"none", nil, 0},
+		{"one", frames[:1], 0},
+		{"all", frames, len(frames)},
+		{"first not TCP", append([][]byte{frames[0][:20]}, frames[1:]...), 0},
+	} {
+		if got := FindRun(segs, c.frames); len(got) != c.want {
+			t.Errorf("%s: run of %d, want %d", c.name, len(got), c.want)
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() { segs = FindRun(segs, frames) }); a != 0 {
+		t.Errorf("FindRun: %.1f allocations, want 0", a)
+	}
+}
+
 func BenchmarkCoalesce(b *testing.B) {
 	frames := segmentFrames(b, gsoPacket(addr4a, addr4b, 1, header.TCPFlagAck, 3, randBytes(9, 44*1448)), 34, 1448)
 	dst := make([]byte, 65536)
@@ -178,17 +189,8 @@ func BenchmarkCoalesce(b *testing.B) {
 	b.SetBytes(int64(44 * 1448))
 	b.ReportAllocs()
 	for b.Loop() {
-		segs = segs[:0]
-		f, _ := ParseTCP(frames[0])
-		segs = append(segs, f)
-		size := f.Payload - ethLen + f.Len
-		for _, fr := range frames[1:] {
-			n, ok := ParseTCP(fr)
-			if !ok || !Follows(frames[0], f, segs[len(segs)-1], fr, n, size) {
-				b.Fatal("not merged")
-			}
-			segs = append(segs, n)
-			size += n.Len
+		if segs = FindRun(segs, frames); len(segs) != len(frames) {
+			b.Fatalf("merged %d of %d segments", len(segs), len(frames))
 		}
 		Merge(dst, frames, segs)
 	}

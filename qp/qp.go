@@ -234,22 +234,33 @@ const (
 // fences; PostSend transmits on the caller's goroutine when nothing holds
 // it back.
 type QP struct {
-	dev *Device
-	pd  *PD
-	num uint32
-	cfg QPConfig
-	rq  *recvQueue // own or the SRQ's
-	srq *SRQ
+	// Set by CreateQP and not written again, but rq, which a return to
+	// StateReset (Modify, under mu, with no engine running) renews.
+	dev    *Device
+	pd     *PD
+	num    uint32
+	cfg    QPConfig
+	rq     *recvQueue // own or the SRQ's
+	srq    *SRQ
+	kick   chan struct{} // wakes the transmit goroutine (txLoop)
+	placed chan struct{} // QP.Placed
+	wg     sync.WaitGroup
 
+	// Set by start, under mu, before the goroutines that read them
+	// without a lock (reader, transmit) start; cleared by a return to
+	// StateReset.
+	conn net.Conn
+	// polled: the transport's worker feeds input (capability.WorkerPoller).
+	polled bool
+
+	// The work queues and the queue pair's state: under mu, taken by the
+	// posting goroutines, the transmit goroutine and input.
 	mu    sync.Mutex
 	state State
-	// errored is set with state = StateError, for input to check
-	// without q.mu.
-	errored atomic.Bool
-	err     error
-	sq      []sqSlot
-	head    uint64 // oldest incomplete request
-	sent    uint64 // next request to transmit
+	err   error
+	sq    []sqSlot
+	head  uint64 // oldest incomplete request
+	sent  uint64 // next request to transmit
 	// handed: Sends and Writes before it were handed to the transport
 	// (they succeed even if a failure flushes the queue meanwhile).
 	handed uint64
@@ -261,6 +272,18 @@ type QP struct {
 	respH  int
 	respN  int
 
+	// Flags read without a lock by any goroutine.
+	//
+	// errored is set under mu with state = StateError, for input to
+	// check without taking mu.
+	errored atomic.Bool
+	// inHandler is set by input while OnInput runs: PostSend then never
+	// waits.
+	inHandler atomic.Bool
+
+	// The transmit side: under txMu, taken by whichever goroutine
+	// transmits (a poster, the transmit goroutine, or input sending a
+	// response inline).
 	txMu sync.Mutex
 	// txb holds the transmit buffer, txbuf (txb.b), and counts its lends.
 	txb *txBuf
@@ -274,16 +297,13 @@ type QP struct {
 	// acknowledged: txbuf is then never rewritten, but swapped for a
 	// free one (txRenew).
 	txLent bool
-	lender capability.LendWriter
-	tryW   capability.TryWriter // conn's, if it has TryWrite
-	// txFree holds the transmit buffers the connection has let go of.
-	txFreeMu sync.Mutex
-	txFree   []*txBuf
-	msnOut   [numQN]uint32
-	conn     net.Conn
-	raw      syscall.RawConn // conn's, for tryWrite on a kernel socket
+	msnOut [numQN]uint32
 	// fillMR is the region fill holds read-locked (fillUnlock).
 	fillMR *MR
+	// The connection's capabilities, asserted once by start.
+	lender capability.LendWriter
+	tryW   capability.TryWriter // conn's, if it has TryWrite
+	raw    syscall.RawConn      // conn's, for tryWrite on a kernel socket
 	// rawWrite is q.writeRaw, bound once (a closure per tryWrite would
 	// allocate); tw is what it writes and how that went.
 	rawWrite func(fd uintptr) bool
@@ -293,7 +313,14 @@ type QP struct {
 		err error
 	}
 
-	// Receive side: only the reading goroutine (input) touches these.
+	// txFree holds the transmit buffers the connection has let go of:
+	// under txFreeMu, taken by whichever goroutine the connection
+	// releases a lend on, and by the transmit side.
+	txFreeMu sync.Mutex
+	txFree   []*txBuf
+
+	// The receive side: only input touches these, on the reader
+	// goroutine (readLoop) or, when polled, on the stack's worker.
 	stage  []byte
 	stageN int
 	rbuf   []byte // the reader goroutine's, made when it starts
@@ -316,14 +343,6 @@ type QP struct {
 	// goroutine.
 	wakeMark   uint64
 	placedWoke bool
-	// polled: the transport's worker feeds input (capability.WorkerPoller).
-	polled bool
-	// inHandler is set while OnInput runs: PostSend then never waits.
-	inHandler atomic.Bool
-
-	kick   chan struct{}
-	placed chan struct{}
-	wg     sync.WaitGroup
 }
 
 // txPayload is the payload the transmit buffer holds: a posted list of

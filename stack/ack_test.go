@@ -169,10 +169,10 @@ func TestMemBulkAckedEverySecondSegment(t *testing.T) {
 // processed inline on the server's worker; the exception is a request
 // that arrives while the application still holds its connection's lock
 // (finishing its previous Write), which goes to the processor goroutine
-// by design. With Config.HandOffTCP none is.
+// by design. With Config.Debug.HandOffTCP none is.
 func TestMemInlineProcessing(t *testing.T) {
 	for _, handOff := range []bool{false, true} {
-		mp := newMemPairWith(t, Spin, func(c *Config) { c.HandOffTCP = handOff })
+		mp := newMemPairWith(t, Spin, func(c *Config) { c.Debug.HandOffTCP = handOff })
 		c, srv := dialPair(t, mp, 15)
 		go io.Copy(srv, srv)
 		before := mp.b.Stats().Queues[0].RxInline

@@ -35,7 +35,7 @@ func BenchmarkMemPingPong(b *testing.B) {
 	})
 	// Spin with netstack's whole receive path for every segment.
 	b.Run("spin-no-early-demux", func(b *testing.B) {
-		benchMemPingPong(b, newMemPairWith(b, Spin, func(c *Config) { c.NoEarlyDemux = true }))
+		benchMemPingPong(b, newMemPairWith(b, Spin, func(c *Config) { c.Debug.NoEarlyDemux = true }))
 	})
 }
 

@@ -80,8 +80,8 @@ func TestPrivilegedCaptureReadByTshark(t *testing.T) {
 	for _, q := range st.Queues {
 		coalesced += q.RxCoalesced
 	}
-	if want := st.TCPSegmentsSent + st.TCPSegmentsReceived + coalesced; uint64(tcp) != want {
-		t.Errorf("tshark counts %d TCP segments, netstack sent %d and received %d, and GRO merged %d frames away", tcp, st.TCPSegmentsSent, st.TCPSegmentsReceived, coalesced)
+	if want := st.TCP.SegmentsSent + st.TCP.SegmentsReceived + coalesced; uint64(tcp) != want {
+		t.Errorf("tshark counts %d TCP segments, netstack sent %d and received %d, and GRO merged %d frames away", tcp, st.TCP.SegmentsSent, st.TCP.SegmentsReceived, coalesced)
 	}
 	if data := tsharkCount(t, file, "tcp.port == 7007 && tcp.len > 0"); data < 200 {
 		t.Errorf("%d TCP segments with data, want at least the 100 requests and 100 replies", data)
@@ -92,7 +92,7 @@ func TestPrivilegedCaptureReadByTshark(t *testing.T) {
 // settleSegments waits, at most max, until s has sent and received no TCP
 // segment for 200ms.
 func settleSegments(s *Stack, max time.Duration) {
-	count := func() uint64 { st := s.Stats(); return st.TCPSegmentsSent + st.TCPSegmentsReceived }
+	count := func() uint64 { st := s.Stats(); return st.TCP.SegmentsSent + st.TCP.SegmentsReceived }
 	last, since := count(), time.Now()
 	for end := time.Now().Add(max); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if n := count(); n != last {

@@ -48,7 +48,83 @@ func ParsePollPolicy(s string) (PollPolicy, error) {
 	return 0, fmt.Errorf("%w: poll policy %q (want spin, adaptive or blocking)", ErrConfig, s)
 }
 
-// Config configures a Stack.
+// CongestionControl names a TCP congestion control algorithm
+// (Config.CongestionControl).
+type CongestionControl string
+
+// The congestion control algorithms. On a LAN whose round trip is tens of
+// microseconds they differ most through random loss; docs/reliability.md
+// ("Loss recovery") compares them with the kernel's TCP there.
+const (
+	// CongestionBBR is BBR version 1 as Linux's tcp_bbr.c has it,
+	// setting the window only, since netstack has no pacer: through
+	// random loss it keeps the window its bandwidth and delay model
+	// gives. The default.
+	CongestionBBR CongestionControl = "bbr"
+	// CongestionReno halves the window at every loss and grows it back
+	// one segment per round trip, so on a LAN random loss holds it near
+	// ten segments.
+	CongestionReno CongestionControl = "reno"
+	// CongestionCubic is netstack's CUBIC, which grows the window by
+	// elapsed time over a smoothed RTT floored at 1 ms, so on a LAN it
+	// stays at a few segments after a loss.
+	CongestionCubic CongestionControl = "cubic"
+)
+
+var congestionControls = []CongestionControl{CongestionBBR, CongestionReno, CongestionCubic}
+
+// ParseCongestionControl parses "bbr", "reno" or "cubic".
+func ParseCongestionControl(s string) (CongestionControl, error) {
+	c := CongestionControl(s)
+	if err := c.validate(); err != nil {
+		return "", err
+	}
+	return c, nil
+}
+
+func (c CongestionControl) validate() error {
+	for _, v := range congestionControls {
+		if c == v {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: congestion control %q (want bbr, reno or cubic)", ErrConfig, string(c))
+}
+
+// SynCookieMode says when a listener answers a SYN with a SYN cookie
+// (Config.SynCookies).
+type SynCookieMode string
+
+// The SYN cookie modes.
+const (
+	// SynCookiesAuto answers with a cookie once 4,095 half-open
+	// connections are pending on the listener, as Linux's
+	// tcp_syncookies=1 does. The default.
+	SynCookiesAuto SynCookieMode = "auto"
+	// SynCookiesAlways answers every SYN with a cookie, as Linux's
+	// tcp_syncookies=2 does, so that no SYN allocates anything until the
+	// ACK that completes the handshake.
+	SynCookiesAlways SynCookieMode = "always"
+)
+
+// ParseSynCookieMode parses "auto" or "always".
+func ParseSynCookieMode(s string) (SynCookieMode, error) {
+	m := SynCookieMode(s)
+	if err := m.validate(); err != nil {
+		return "", err
+	}
+	return m, nil
+}
+
+func (m SynCookieMode) validate() error {
+	if m != SynCookiesAuto && m != SynCookiesAlways {
+		return fmt.Errorf("%w: syn cookies %q (want auto or always)", ErrConfig, string(m))
+	}
+	return nil
+}
+
+// Config configures a Stack. The zero value of every field but Addrs
+// (and Interface, for New) selects its default.
 type Config struct {
 	// Interface is the name of the interface to attach to, in the calling
 	// thread's network namespace. Its MAC address and MTU are used.
@@ -60,9 +136,10 @@ type Config struct {
 	// Gateway4 and Gateway6 are optional default routers. A SYN from a
 	// peer off Addrs' prefixes is answered on the worker through its
 	// family's router, at the MAC netstack's neighbour cache holds for
-	// it (Stats.TCPSynMissRoute and TCPSynMissUnresolved count those
+	// it (Stats.Syn.MissRoute and MissUnresolved count those
 	// left to netstack for want of one).
 	Gateway4, Gateway6 netip.Addr
+
 	// Queues is how many interface queues to serve, each with an AF_XDP
 	// socket and a worker (default 1; at most the interface's RX queues).
 	Queues int
@@ -73,25 +150,21 @@ type Config struct {
 	// SpinBudget is how long an Adaptive worker keeps busy-polling after
 	// the last packet before it blocks (default 200µs).
 	SpinBudget time.Duration
+
 	// UMEMSize is the packet memory each queue maps and registers with
 	// the kernel, which pins all of it (charged to RLIMIT_MEMLOCK) and
 	// keeps it resident: RingSize frames of it for transmitting, the
-	// rest for receiving (default 16 MiB: at MTU 1500, 1024 frames of
-	// 2 KiB to transmit and 7,168 to receive). It is rounded down to a
-	// whole number of frames. A burst is absorbed by the worker's speed,
-	// not by frames held: once half of the receive frames wait on the RX
+	// rest for receiving (default DefaultUMEMSize, 16 MiB: at MTU 1500,
+	// 1024 frames of 2 KiB to transmit and 7,168 to receive). It is
+	// rounded down to a whole number of frames; Stack.UMEMSize reports
+	// it. A burst of connections is absorbed by the worker's speed, not
+	// by frames held: once half of the receive frames wait on the RX
 	// ring, the worker answers every SYN to a listener itself with a SYN
-	// cookie (Stats.TCPSynsOnWorkerPressure), as it does under
-	// SynCookies "always", instead of leaving it to netstack's listener
-	// and its half-open connection (about ten times the work). Measured
-	// with 10,000 connections opened at once by a Python asyncio client,
-	// each echoing 32 bytes (AMD EPYC, 2 vCPUs shared with other work;
-	// cmd/ustack-echo TestPrivilegedBurstConnects, at the
-	// default, three runs): the net.Conn server dropped 0, 9,673 and
-	// 43,690 frames, the handler server 0, 0 and 975, in the phase of the
-	// handshakes' last ACKs, not the SYNs' (docs/known-issues.md); set
-	// 64 MiB where such bursts are expected.
-	// Stack.UMEMSize reports it.
+	// cookie (Stats.Syn.OnWorkerPressure), as under SynCookiesAlways.
+	// A burst of thousands of connections at once can still overflow
+	// the fill ring with the handshakes' last ACKs, which their senders
+	// then retransmit; set 64 MiB where such bursts are expected
+	// (docs/known-issues.md).
 	UMEMSize int
 	// RingSize is the size of the TX and completion rings, and the
 	// number of frames set aside for transmitting (default 1024).
@@ -106,75 +179,11 @@ type Config struct {
 	// headroom, that is an MTU up to 1778; 4096 above). A frame larger
 	// than a UMEM frame comes and goes as a chain of frames.
 	FrameSize uint32
-	// ForceGenericXDP attaches the steering program in generic mode
-	// instead of trying native mode first.
-	ForceGenericXDP bool
-	// TrustRxChecksum skips software verification of received TCP/UDP
-	// checksums. Only safe when the peer computes full checksums and the
-	// link cannot corrupt frames.
-	TrustRxChecksum bool
+
 	// TCPSendBuffer and TCPReceiveBuffer are the default TCP buffer sizes
 	// in bytes (default 1 MiB each; netstack autotunes the receive side
 	// up to 4 MiB).
 	TCPSendBuffer, TCPReceiveBuffer int
-	// HandOffTCP hands received TCP segments to netstack's processor
-	// goroutines, as upstream netstack does, instead of processing them
-	// on the worker after each RX batch (run to completion, the default).
-	// For comparisons.
-	HandOffTCP bool
-	// NoEarlyDemux sends every received segment through netstack's NIC,
-	// IP and demuxer layers; by default a verified segment of a plain
-	// IPv4 or IPv6 connection goes straight to it. It turns the fast
-	// path's receive off too, which sits in early demux. For comparisons.
-	NoEarlyDemux bool
-	// NoFastPath turns ustack's TCP fast path off. Receiving, an
-	// in-order data segment of a quiet established connection that
-	// passes header prediction (as Linux's tcp_rcv_established predicts)
-	// is processed where early demux finds its connection, without
-	// netstack's segment queue and generic checks (Stats.TCPSegmentsFast
-	// and TCPFastMiss*). Sending, a segment of a plain IPv4 or IPv6
-	// connection goes from TCP to the link endpoint with its IP header
-	// written in one step, and a data segment's frame is written by the
-	// link from the connection's header template and the segment's
-	// bytes, copied once, not through netstack's IP and NIC layers;
-	// Stats.TCPSegmentsDirect counts them. A listener's SYN that it
-	// answers with a SYN cookie is answered by the worker from the frame
-	// (Stats.TCPSynsOnWorker). For comparisons.
-	NoFastPath bool
-	// NetstackFastPath leaves a handler's established connections to
-	// netstack and its fast path above. By default ustack owns them
-	// while they are in the common case (in order, loss-free, not
-	// limited by the window, IPv4): the worker receives their segments
-	// with header prediction, gives the payload to the handler from the
-	// frame, and cuts the replies from a per-connection send ring into
-	// TX frames behind a header template; netstack takes a connection
-	// back at the first thing that path does not do (Stats.Owned*).
-	// Off with NoFastPath too. For comparisons.
-	NetstackFastPath bool
-	// NoTxChecksum makes netstack compute TCP and UDP checksums in a pass
-	// of its own before the copy into the UMEM frame. By default the link
-	// endpoint tells netstack it offloads them and computes each one
-	// while copying the packet into its frame (package offload): one pass
-	// over the bytes instead of two. GSO needs it (no GSO then). For
-	// comparisons.
-	NoTxChecksum bool
-	// NoGSO turns segmentation offload off. By default the link
-	// endpoint advertises it (as a NIC's TSO): netstack sends TCP packets
-	// of up to 64 KiB and package offload cuts them into MSS-sized frames
-	// while copying them into UMEM, checksums included, so netstack's
-	// per-packet work is done once per 64 KiB instead of once per
-	// 1.4 KiB (docs/offload.md). Loss inside such a packet is found and
-	// repaired per frame, as Linux splits a sent skb where a SACK block
-	// ends (tcp_sacktag_walk), so random loss costs no more time than
-	// without GSO. NoTxChecksum turns it off too. For comparisons.
-	NoGSO bool
-	// NoGRO turns receive coalescing off. By default, within each
-	// received batch, consecutive in-order TCP segments of one flow with
-	// matching headers are merged into one packet before netstack sees it
-	// (package offload, on Linux's GRO rules: anything unusual passes as
-	// is), so netstack's per-packet work is done once per run. For
-	// comparisons.
-	NoGRO bool
 	// DelayedAck is the longest TCP holds the ACK it owes for received
 	// data, waiting for a segment of the application's (typically its
 	// reply) to carry it (default 500µs; negative: acknowledge every
@@ -184,44 +193,40 @@ type Config struct {
 	// MaxTimeWait is how many closed TCP connections may wait in
 	// TIME-WAIT (5 s) at once (default 1024; negative: no limit). A
 	// connection closing beyond it skips TIME-WAIT, as Linux's do when
-	// its tcp_max_tw_buckets overflows; Stats.TCPTimeWaitOverflows counts
+	// its tcp_max_tw_buckets overflows; Stats.TCP.TimeWaitOverflows counts
 	// them. Each TIME-WAIT connection keeps its whole netstack endpoint
 	// (several KiB, against the kernel's few hundred bytes), so without a
 	// bound a server closing 10,000 connections a second holds 50,000.
 	MaxTimeWait int
-	// CongestionControl is "bbr" (default), "reno" or "cubic".
-	//
-	// "bbr" is BBR version 1 as Linux's tcp_bbr.c has it, setting the
-	// window only, since netstack has no pacer: through
-	// random loss it keeps the window its bandwidth and delay model
-	// gives. Reno halves the window at every loss; on a LAN whose round
-	// trip is tens of microseconds it grows back one segment per round
-	// trip, so random loss holds it near ten segments. netstack's CUBIC
-	// grows by elapsed time over a smoothed RTT floored at 1 ms, so on
-	// such a LAN it stays at a few segments after a loss.
-	// docs/reliability.md ("Loss recovery") compares them with the
-	// kernel's TCP through random loss.
-	CongestionControl string
+	// CongestionControl is TCP's congestion control algorithm (default
+	// CongestionBBR). Keep BBR on paths with random loss.
+	CongestionControl CongestionControl
 	// SynCookies says when a listener answers a SYN with a SYN cookie
-	// (RFC 4987) instead of a half-open connection: "auto" (default)
-	// when 4,095 half-open connections are pending on it, as Linux's
-	// tcp_syncookies=1 does, or "always", as tcp_syncookies=2 does, so
-	// that no SYN allocates anything until the ACK that completes the
-	// handshake. A cookie carries the MSS (one of 536, 1300, 1440, 1460);
-	// when the SYN has timestamps, its window scale and SACK-permitted
-	// ride in the SYN-ACK's timestamp and are kept, as Linux's
-	// cookie_init_timestamp keeps them; without, the connection has
-	// neither, as with Linux. A server that speaks first can lose its
+	// (RFC 4987) instead of a half-open connection (default
+	// SynCookiesAuto). A cookie carries the MSS (one of 536, 1300, 1440,
+	// 1460); when the SYN has timestamps, its window scale and
+	// SACK-permitted ride in the SYN-ACK's timestamp and are kept, as
+	// Linux's cookie_init_timestamp keeps them; without, the connection
+	// has neither, as with Linux. A server that speaks first can lose its
 	// connection with the handshake's last ACK: no SYN-ACK is resent for
-	// a cookie. Hence "auto" by default, though "always" costs a
-	// connection's setup about the same time and a few more allocations
-	// (BenchmarkMemConnectSynCookies compares them). Stats.TCPSynCookiesSent
-	// and the two after it count what they do. A SYN answered with a
-	// cookie is answered by the worker itself, from its frame (unless
-	// NoFastPath; Stats.TCPSynsOnWorker): under a flood "always" keeps
-	// the fill ring from overflowing where "auto" first makes 4,095
-	// half-open connections (docs/known-issues.md).
-	SynCookies string
+	// a cookie. Hence SynCookiesAuto by default, though SynCookiesAlways
+	// costs a connection's setup about the same time and a few more
+	// allocations (BenchmarkMemConnectSynCookies compares them).
+	// Stats.Syn.CookiesSent and the two after it count what they do. A
+	// SYN answered with a cookie is answered by the worker itself, from
+	// its frame (Stats.Syn.OnWorker): under a flood SynCookiesAlways
+	// keeps the fill ring from overflowing where SynCookiesAuto first
+	// makes 4,095 half-open connections (docs/known-issues.md).
+	SynCookies SynCookieMode
+
+	// ForceGenericXDP attaches the steering program in generic mode
+	// instead of trying native mode first.
+	ForceGenericXDP bool
+	// TrustRxChecksum skips software verification of received TCP/UDP
+	// checksums. Only safe when the peer computes full checksums and the
+	// link cannot corrupt frames.
+	TrustRxChecksum bool
+
 	// Trace records a latency breakdown of request/response traffic: the
 	// time from a request's frame leaving the RX ring to netstack being
 	// done with it, the application reading it and writing its reply, the
@@ -241,8 +246,75 @@ type Config struct {
 	// log.Printf). It must be safe for concurrent use.
 	Logf func(format string, args ...any)
 
+	// Debug turns parts of ustack's data path off, for comparisons and
+	// diagnosis. Its zero value, everything on, is what applications
+	// want.
+	Debug Debug
+
 	// clock, when set, is netstack's clock instead of the system's (tests).
 	clock tcpip.Clock
+}
+
+// Debug holds switches that each turn a part of ustack's data path off,
+// leaving its work to netstack's own path or to a slower one: to measure
+// what the part is worth, or to rule it out when diagnosing. None of
+// them makes the stack faster.
+type Debug struct {
+	// HandOffTCP hands received TCP segments to netstack's processor
+	// goroutines, as upstream netstack does, instead of processing them
+	// on the worker after each RX batch (run to completion, the default).
+	HandOffTCP bool
+	// NoEarlyDemux sends every received segment through netstack's NIC,
+	// IP and demuxer layers; by default a verified segment of a plain
+	// IPv4 or IPv6 connection goes straight to it. It turns the fast
+	// path's receive off too, which sits in early demux.
+	NoEarlyDemux bool
+	// NoFastPath turns ustack's TCP fast path off. Receiving, an
+	// in-order data segment of a quiet established connection that
+	// passes header prediction (as Linux's tcp_rcv_established predicts)
+	// is processed where early demux finds its connection, without
+	// netstack's segment queue and generic checks (Stats.FastPath.Received
+	// and TCPFastMiss*). Sending, a segment of a plain IPv4 or IPv6
+	// connection goes from TCP to the link endpoint with its IP header
+	// written in one step, and a data segment's frame is written by the
+	// link from the connection's header template and the segment's
+	// bytes, copied once, not through netstack's IP and NIC layers;
+	// Stats.FastPath.Sent counts them. A listener's SYN that it
+	// answers with a SYN cookie is answered by the worker from the frame
+	// (Stats.Syn.OnWorker).
+	NoFastPath bool
+	// NetstackFastPath leaves handlers' established connections to
+	// netstack and its fast path above. By default ustack owns them
+	// while they are in the common case (in order, loss-free, not
+	// limited by the window, IPv4): the worker receives their segments
+	// with header prediction, gives the payload to the handler from the
+	// frame, and cuts the replies from a per-connection send ring into
+	// TX frames behind a header template; netstack takes a connection
+	// back at the first thing that path does not do
+	// (Stats.FastPath.Owned). NoFastPath turns it off too.
+	NetstackFastPath bool
+	// NoTxChecksum makes netstack compute TCP and UDP checksums in a pass
+	// of its own before the copy into the UMEM frame. By default the link
+	// endpoint tells netstack it offloads them and computes each one
+	// while copying the packet into its frame (package offload): one pass
+	// over the bytes instead of two. GSO needs it (no GSO then).
+	NoTxChecksum bool
+	// NoGSO turns segmentation offload off. By default the link
+	// endpoint advertises it (as a NIC's TSO): netstack sends TCP packets
+	// of up to 64 KiB and package offload cuts them into MSS-sized frames
+	// while copying them into UMEM, checksums included, so netstack's
+	// per-packet work is done once per 64 KiB instead of once per
+	// 1.4 KiB (docs/offload.md). Loss inside such a packet is found and
+	// repaired per frame, as Linux splits a sent skb where a SACK block
+	// ends (tcp_sacktag_walk), so random loss costs no more time than
+	// without GSO. NoTxChecksum turns it off too.
+	NoGSO bool
+	// NoGRO turns receive coalescing off. By default, within each
+	// received batch, consecutive in-order TCP segments of one flow with
+	// matching headers are merged into one packet before netstack sees it
+	// (package offload, on Linux's GRO rules: anything unusual passes as
+	// is), so netstack's per-packet work is done once per run.
+	NoGRO bool
 }
 
 func (c *Config) setDefaults() {
@@ -262,13 +334,13 @@ func (c *Config) setDefaults() {
 		c.TCPReceiveBuffer = 1 << 20
 	}
 	if c.CongestionControl == "" {
-		c.CongestionControl = "bbr"
+		c.CongestionControl = CongestionBBR
 	}
 	if c.MaxTimeWait == 0 {
 		c.MaxTimeWait = 1024
 	}
 	if c.SynCookies == "" {
-		c.SynCookies = "auto"
+		c.SynCookies = SynCookiesAuto
 	}
 	if c.DelayedAck == 0 {
 		c.DelayedAck = 500 * time.Microsecond
@@ -326,15 +398,11 @@ func (c *Config) validate() error {
 	if c.DelayedAck > 500*time.Millisecond {
 		return fmt.Errorf("%w: delayed ACK %v over 500ms (RFC 1122 §4.2.3.2)", ErrConfig, c.DelayedAck)
 	}
-	switch c.CongestionControl {
-	case "reno", "cubic", "bbr":
-	default:
-		return fmt.Errorf("%w: congestion control %q (want bbr, reno or cubic)", ErrConfig, c.CongestionControl)
+	if err := c.CongestionControl.validate(); err != nil {
+		return err
 	}
-	switch c.SynCookies {
-	case "auto", "always":
-	default:
-		return fmt.Errorf("%w: syn cookies %q (want auto or always)", ErrConfig, c.SynCookies)
+	if err := c.SynCookies.validate(); err != nil {
+		return err
 	}
 	if c.Capture != nil {
 		if err := c.Capture.validate(); err != nil {

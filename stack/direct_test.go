@@ -15,7 +15,7 @@ import (
 // TestScriptDirectWrite: with the fast path on, every TCP segment of an
 // IPv4 or IPv6 connection (the handshake's, data, pure ACKs, FIN) is written by
 // the direct send (Route.WriteDirect, WriteTCPFrame), and its IP header is
-// byte for byte the one netstack's network endpoint writes; with Config.NoFastPath
+// byte for byte the one netstack's network endpoint writes; with Config.Debug.NoFastPath
 // none is, and the headers are the same. Both runs play one script.
 func TestScriptDirectWrite(t *testing.T) {
 	for _, v := range []struct {
@@ -33,7 +33,7 @@ func TestScriptDirectWrite(t *testing.T) {
 			name += "/ipv6"
 		}
 		t.Run(name, func(t *testing.T) {
-			p := newScriptPeer(t, scriptOptions{IPv6: v.v6, Timestamps: v.ts, Config: func(c *Config) { c.NoFastPath = !fast }})
+			p := newScriptPeer(t, scriptOptions{IPv6: v.v6, Timestamps: v.ts, Config: func(c *Config) { c.Debug.NoFastPath = !fast }})
 			var tcpFrames int
 			var bad []string
 			p.frame = func(f []byte) {
@@ -94,7 +94,7 @@ func TestScriptDirectWrite(t *testing.T) {
 			for _, b := range bad {
 				t.Error(b)
 			}
-			direct := p.s.Stats().TCPSegmentsDirect
+			direct := p.s.Stats().FastPath.Sent
 			switch {
 			case tcpFrames < 4:
 				t.Fatalf("saw %d TCP frames, want at least 4", tcpFrames)
@@ -129,10 +129,10 @@ func TestScriptDirectWriteDeclines(t *testing.T) {
 			got += len(s.Payload)
 		}
 		after := p.s.Stats()
-		if sent, direct := after.TCPSegmentsSent-before.TCPSegmentsSent, after.TCPSegmentsDirect-before.TCPSegmentsDirect; sent == 0 || direct != 0 {
+		if sent, direct := after.TCP.SegmentsSent-before.TCP.SegmentsSent, after.FastPath.Sent-before.FastPath.Sent; sent == 0 || direct != 0 {
 			t.Errorf("a 4000-byte write: %d segments sent, %d of them direct; want the GSO packet on netstack's path", sent, direct)
 		}
-		if miss := after.TCPDirectMissSize - before.TCPDirectMissSize; miss == 0 {
+		if miss := after.FastPath.SendMissSize - before.FastPath.SendMissSize; miss == 0 {
 			t.Errorf("the GSO packet was not counted as a miss for its size")
 		}
 	})
@@ -187,7 +187,7 @@ func TestScriptFrameTemplate(t *testing.T) {
 				p.Send(seg{Flags: "A", Seq: 1, Ack: seq})
 				return dst, ttl
 			}
-			before, made0 := p.s.Stats().TCPSegmentsDirect, ns.FrameTemplatesMade()
+			before, made0 := p.s.Stats().FastPath.Sent, ns.FrameTemplatesMade()
 			// made checks how many templates the segments since the
 			// last call made.
 			made := func(what string, want uint64) {
@@ -236,7 +236,7 @@ func TestScriptFrameTemplate(t *testing.T) {
 			if badSum {
 				t.Error("a frame's IP header had a wrong length or checksum")
 			}
-			if direct := p.s.Stats().TCPSegmentsDirect - before; direct < 7 {
+			if direct := p.s.Stats().FastPath.Sent - before; direct < 7 {
 				t.Errorf("%d of the 7 data segments were written direct", direct)
 			}
 			local := tcpip.AddrFromSlice(p.remote.Addr().AsSlice())

@@ -16,7 +16,7 @@
 //	RX (rx.go): XDP program (package bpf) redirects owned frames to the
 //	    queue's AF_XDP socket → the queue's worker goroutine takes a batch
 //	    off the RX ring → verifies each TCP/UDP checksum once (package
-//	    offload; bad ones are dropped here) → unless Config.NoGRO, merges runs
+//	    offload; bad ones are dropped here) → unless Config.Debug.NoGRO, merges runs
 //	    of in-order segments of one TCP flow into one packet → copies each
 //	    frame (or run) once into a netstack buffer → delivers it inline: a segment of an
 //	    established IPv4 connection straight to that connection's queue

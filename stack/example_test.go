@@ -71,7 +71,7 @@ func ExampleNewPipe() {
 	fmt.Println("faults injected:", q.FaultsRX.Dropped > 0, q.FaultsRX.Corrupted > 0)
 	// Caught by the worker's checksum check, or (a damaged IP version or
 	// length) by netstack's IP layer.
-	fmt.Println("every corrupted frame dropped:", q.RxBadChecksum+st.IPMalformed == q.FaultsRX.Corrupted)
+	fmt.Println("every corrupted frame dropped:", q.RxBadChecksum+st.IP.Malformed == q.FaultsRX.Corrupted)
 	// Output:
 	// 700000 bytes, intact: true
 	// faults injected: true true

@@ -73,7 +73,7 @@ func TestPrivilegedTinyUMEM(t *testing.T) {
 		rxDropped += q.XSK.RxDropped
 	}
 	t.Logf("%d connections × %d bytes echoed; frames dropped by the kernel for want of a fill frame: %d (RX drops %d); writes that found no TX frame: %d; TCP retransmits: %d",
-		conns, size, fillEmpty, rxDropped, noFrame, st.TCPRetransmits)
+		conns, size, fillEmpty, rxDropped, noFrame, st.TCP.Retransmits)
 	if noFrame+fillEmpty+rxDropped == 0 {
 		t.Error("frames never ran out: the test did not exercise exhaustion")
 	}

@@ -13,7 +13,7 @@ import (
 
 // The fast path's differential test: one sequence of segments from a
 // scripted peer, played against a connection with the fast path on and
-// against one with it off (Config.NoFastPath), must give the same
+// against one with it off (Config.Debug.NoFastPath), must give the same
 // segments from ustack (flags, numbers, window, SACK blocks, payload;
 // not the timestamps' values, which are clocks), the same bytes to the
 // application and the same connection state (tcp.FastState).
@@ -128,7 +128,7 @@ type diffRun struct {
 func runDiff(t *testing.T, steps []diffStep, ts, fast bool) diffRun {
 	t.Helper()
 	p := newScriptPeer(t, scriptOptions{Timestamps: ts, HandshakeRTT: 50 * time.Millisecond,
-		Config: func(c *Config) { c.DelayedAck = -1; c.NoFastPath = !fast }})
+		Config: func(c *Config) { c.DelayedAck = -1; c.Debug.NoFastPath = !fast }})
 	p.t = quietTB{p.t}
 	c := p.Connect()
 	if _, err := c.Write(diffPayload(0, diffReply)); err != nil {

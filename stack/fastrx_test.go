@@ -19,9 +19,9 @@ import (
 // by reason, indexed by tcp.FastMiss.
 func fastCounts(st Stats) [tcp.NumFastMiss]uint64 {
 	return [tcp.NumFastMiss]uint64{
-		tcp.FastHit: st.TCPSegmentsFast, tcp.FastMissBusy: st.TCPFastMissBusy, tcp.FastMissState: st.TCPFastMissState,
-		tcp.FastMissHeader: st.TCPFastMissHeader, tcp.FastMissSequence: st.TCPFastMissSequence,
-		tcp.FastMissAck: st.TCPFastMissAck, tcp.FastMissRecovery: st.TCPFastMissRecovery,
+		tcp.FastHit: st.FastPath.Received, tcp.FastMissBusy: st.FastPath.MissBusy, tcp.FastMissState: st.FastPath.MissState,
+		tcp.FastMissHeader: st.FastPath.MissHeader, tcp.FastMissSequence: st.FastPath.MissSequence,
+		tcp.FastMissAck: st.FastPath.MissAck, tcp.FastMissRecovery: st.FastPath.MissRecovery,
 	}
 }
 
@@ -247,14 +247,14 @@ func TestScriptFlowCacheReusedTuple(t *testing.T) {
 		// entry stays behind.
 		p.Send(seg{Flags: "R", Seq: 1 + uint32(len(msg))})
 		deadline := time.Now().Add(scriptWait)
-		for p.s.Stats().TCPCurrentEstablished != 0 {
+		for p.s.Stats().TCP.CurrentEstablished != 0 {
 			if time.Now().After(deadline) {
 				t.Fatal("the reset connection stayed established")
 			}
 			time.Sleep(time.Millisecond)
 		}
 	}
-	if hits := p.s.Stats().TCPSegmentsFast; hits != 2 {
+	if hits := p.s.Stats().FastPath.Received; hits != 2 {
 		t.Errorf("%d segments on the fast path, want the two connections' data", hits)
 	}
 }
@@ -268,7 +268,7 @@ func TestScriptFlowCacheReusedTuple(t *testing.T) {
 func TestScriptFastReceiveOwedAckAfterUserLock(t *testing.T) {
 	// No GRO: the batch's segments reach TCP one by one, as from a
 	// peer that does not send them back to back.
-	p := newScriptPeer(t, scriptOptions{Config: func(c *Config) { c.DelayedAck = 400 * time.Millisecond; c.NoGRO = true }})
+	p := newScriptPeer(t, scriptOptions{Config: func(c *Config) { c.DelayedAck = 400 * time.Millisecond; c.Debug.NoGRO = true }})
 	c := p.Connect()
 	ep := c.(*tcpConn).ep
 	locked := make(chan struct{})
@@ -297,7 +297,7 @@ func TestScriptFastReceiveOwedAckAfterUserLock(t *testing.T) {
 	case <-time.After(scriptWait):
 		t.Fatal("the worker took no full batch")
 	}
-	if hits := p.s.Stats().TCPSegmentsFast; hits != n {
+	if hits := p.s.Stats().FastPath.Received; hits != n {
 		t.Fatalf("%d of %d segments took the fast path", hits, n)
 	}
 	// Let the worker run RunDeferred against the held lock.

@@ -173,10 +173,10 @@ func TestMemFaultsIntegrity(t *testing.T) {
 				// check; one whose IP version or length field was hit
 				// is not IPv4 to the worker and is dropped by netstack's
 				// IP layer as malformed (counted there).
-				if st.TCPChecksumErrors != 0 {
-					t.Errorf("netstack saw %d TCP checksum errors: corruption got past the worker", st.TCPChecksumErrors)
+				if st.TCP.ChecksumErrors != 0 {
+					t.Errorf("netstack saw %d TCP checksum errors: corruption got past the worker", st.TCP.ChecksumErrors)
 				}
-				malformed += st.IPMalformed
+				malformed += st.IP.Malformed
 			}
 			r := tc.rates
 			for _, c := range []struct {
@@ -194,7 +194,7 @@ func TestMemFaultsIntegrity(t *testing.T) {
 				t.Errorf("%d frames corrupted, none caught by the worker's checksum check", injected.Corrupted)
 			}
 			t.Logf("%s: %d bytes moved, 0 lost; injected %+v; worker checksum drops %d, netstack malformed %d; retransmits %d+%d",
-				tc.name, moved, injected, badSum, malformed, sa.TCPRetransmits, sb.TCPRetransmits)
+				tc.name, moved, injected, badSum, malformed, sa.TCP.Retransmits, sb.TCP.Retransmits)
 			checkFrames(t, mp)
 		})
 	}

@@ -144,7 +144,7 @@ func (l *frameLoop) round() {
 
 // TestMemFrameLoopAllocs: request frame in, reply frame out, on both APIs:
 // no allocation anywhere (the peer's loop allocates nothing either). With
-// Config.NoFastPath too, the comparisons' baseline: each reply there once
+// Config.Debug.NoFastPath too, the comparisons' baseline: each reply there once
 // made a frame template and dropped it.
 func TestMemFrameLoopAllocs(t *testing.T) {
 	if raceEnabled {
@@ -159,7 +159,7 @@ func TestMemFrameLoopAllocs(t *testing.T) {
 			if n := testing.AllocsPerRun(2000, l.round); n > 0.01 {
 				t.Fatalf("%.2f allocations per request, want 0", n)
 			}
-			if f := l.p.s.Stats().FastPath; v.owned() && (f.Flows != 1 || f.SegmentsIn < 2000) {
+			if f := l.p.s.Stats().FastPath.Owned; v.owned() && (f.Flows != 1 || f.SegmentsIn < 2000) {
 				t.Fatalf("the owned fast path did not carry the connection: %+v", f)
 			}
 		})
@@ -168,7 +168,7 @@ func TestMemFrameLoopAllocs(t *testing.T) {
 
 // frameLoopVariants are the servers the frame loop runs: a handler on the
 // owned fast path (the default), on netstack's fast path
-// (handler-netstack: Config.NetstackFastPath), and with no fast path
+// (handler-netstack: Config.Debug.NetstackFastPath), and with no fast path
 // (nofastpath: Config.NoFastPath, the before of both); the same for a
 // net.Conn server, which the owned fast path does not carry.
 var frameLoopVariants = []frameLoopVariant{
@@ -187,7 +187,7 @@ func (v frameLoopVariant) owned() bool { return v.handler && !v.netstack && !v.n
 
 func (v frameLoopVariant) config(trace bool) func(*Config) {
 	return func(c *Config) {
-		c.Poll, c.Trace, c.NoFastPath, c.NetstackFastPath = Spin, trace, v.noFast, v.netstack
+		c.Poll, c.Trace, c.Debug.NoFastPath, c.Debug.NetstackFastPath = Spin, trace, v.noFast, v.netstack
 	}
 }
 

@@ -64,7 +64,7 @@ type rxFuzzer struct {
 	descs  [link.BatchSize]xsk.Desc
 	execs  int // inputs run on this target
 	// cookies is the target's Config.SynCookies.
-	cookies string
+	cookies SynCookieMode
 }
 
 // fuzzRestart is how many inputs a target takes before the fuzzer builds
@@ -73,10 +73,10 @@ type rxFuzzer struct {
 // millions of executions.
 const fuzzRestart = 5000
 
-func newRXFuzzer(t testing.TB) *rxFuzzer { return newRXFuzzerCookies(t, "auto") }
+func newRXFuzzer(t testing.TB) *rxFuzzer { return newRXFuzzerCookies(t, SynCookiesAuto) }
 
 // newRXFuzzerCookies is newRXFuzzer with the target's SynCookies set.
-func newRXFuzzerCookies(t testing.TB, cookies string) *rxFuzzer {
+func newRXFuzzerCookies(t testing.TB, cookies SynCookieMode) *rxFuzzer {
 	z := &rxFuzzer{t: t, cookies: cookies}
 	z.start()
 	t.Cleanup(z.stop)
@@ -188,15 +188,15 @@ func (z *rxFuzzer) connect() {
 		}
 		if z.sndNxt != 0 {
 			z.rcvNxt = fuzzISN + 1
-			opens := z.s.Stats().TCPPassiveOpens
+			opens := z.s.Stats().TCP.PassiveOpens
 			z.send(segment(z.port, fuzzISN+1, z.sndNxt, tcpACK, 65535, nil, nil))
 			// The handshake may complete after the ACK's frame came back
 			// (a loaded machine): a segment sent before then would meet
 			// the listener, not the connection.
-			for deadline := time.Now().Add(5 * time.Second); z.s.Stats().TCPPassiveOpens == opens && time.Now().Before(deadline); {
+			for deadline := time.Now().Add(5 * time.Second); z.s.Stats().TCP.PassiveOpens == opens && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Microsecond)
 			}
-			if z.s.Stats().TCPPassiveOpens != opens {
+			if z.s.Stats().TCP.PassiveOpens != opens {
 				return
 			}
 		}
@@ -305,7 +305,7 @@ func (z *rxFuzzer) run(in []byte) {
 		z.start()
 	}
 	var frame [2048]byte
-	established := z.s.Stats().TCPCurrentEstablished
+	established := z.s.Stats().TCP.CurrentEstablished
 	for i := 0; len(in) > 0 && i < fuzzMaxFrames; i++ {
 		var f []byte
 		if n := 0; len(in) >= 2 {
@@ -322,7 +322,7 @@ func (z *rxFuzzer) run(in []byte) {
 		z.send(frame[:n])
 	}
 	// A fresh connection for the next input if this one killed it.
-	if n := z.s.Stats().TCPCurrentEstablished; n == 0 || n < established {
+	if n := z.s.Stats().TCP.CurrentEstablished; n == 0 || n < established {
 		z.connect()
 	}
 }
@@ -532,7 +532,7 @@ func FuzzRXSynCookies(f *testing.F) {
 	for _, s := range rxSeeds() {
 		f.Add(s)
 	}
-	z := newRXFuzzerCookies(f, "always")
+	z := newRXFuzzerCookies(f, SynCookiesAlways)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		z.t = t
 		z.run(in)
@@ -543,22 +543,22 @@ func FuzzRXSynCookies(f *testing.F) {
 // answers SYNs with cookies: the worker answers the handshake seeds'
 // SYNs itself, and the target still makes connections afterwards.
 func TestRXSeedsSynCookies(t *testing.T) {
-	z := newRXFuzzerCookies(t, "always")
-	before := z.s.Stats().TCPSynsOnWorker
+	z := newRXFuzzerCookies(t, SynCookiesAlways)
+	before := z.s.Stats().Syn.OnWorker
 	seeds := rxSeeds()
 	for _, name := range slices.Sorted(maps.Keys(seeds)) {
 		z.run(seeds[name])
 	}
 	// The listener's lock may be held by its accepting goroutine when a
 	// SYN comes (netstack answers that one): most, not all.
-	n := z.s.Stats().TCPSynsOnWorker - before
+	n := z.s.Stats().Syn.OnWorker - before
 	t.Logf("the worker answered %d of the seeds' SYNs", n)
 	if n < 5 {
 		t.Errorf("the worker answered %d of the seeds' SYNs, want most of the handshake seeds' (about 20)", n)
 	}
-	opens := z.s.Stats().TCPPassiveOpens
+	opens := z.s.Stats().TCP.PassiveOpens
 	z.connect()
-	if z.s.Stats().TCPPassiveOpens == opens {
+	if z.s.Stats().TCP.PassiveOpens == opens {
 		t.Error("no connection made after the seeds")
 	}
 }
@@ -580,8 +580,8 @@ func TestRXSeedsCounted(t *testing.T) {
 		z.run(in)
 		after := z.s.Stats()
 		q0, q1 := before.Queues[0], after.Queues[0]
-		dropped := (q1.RxRunt - q0.RxRunt) + (q1.RxBadChecksum - q0.RxBadChecksum) + (after.IPMalformed - before.IPMalformed) +
-			(after.TCPChecksumErrors - before.TCPChecksumErrors)
+		dropped := (q1.RxRunt - q0.RxRunt) + (q1.RxBadChecksum - q0.RxBadChecksum) + (after.IP.Malformed - before.IP.Malformed) +
+			(after.TCP.ChecksumErrors - before.TCP.ChecksumErrors)
 		switch name {
 		case "runt", "empty", "truncated-14", "truncated-20", "truncated-33", "truncated-40", "truncated-53", "bad-checksum", "ip-ihl-4", "ip-total-short", "tcp-doff-4":
 			if dropped == 0 {
@@ -595,7 +595,7 @@ func TestRXSeedsCounted(t *testing.T) {
 			// the segment to the reader's unlock.
 			for deadline := time.Now().Add(5 * time.Second); !want && !died && time.Now().Before(deadline); {
 				time.Sleep(time.Millisecond)
-				died = z.s.Stats().TCPCurrentEstablished < before.TCPCurrentEstablished
+				died = z.s.Stats().TCP.CurrentEstablished < before.TCP.CurrentEstablished
 			}
 			if died && z.port == port {
 				z.connect()
@@ -607,7 +607,7 @@ func TestRXSeedsCounted(t *testing.T) {
 	}
 	// The target still serves.
 	z.run(encodeFrames(segment(fuzzPort, fuzzSeq, fuzzAck, tcpPSH|tcpACK, 65535, nil, []byte("still there?"))))
-	if z.s.Stats().TCPCurrentEstablished == 0 {
+	if z.s.Stats().TCP.CurrentEstablished == 0 {
 		t.Error("no connection established after the seeds")
 	}
 }

@@ -513,7 +513,7 @@ func (st *Stack) newStream(ep *tcp.Endpoint, wq *waiter.Queue, keys []portKey, h
 	}
 	s.poll.Init(st.ep.Ready(), s.serve, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
 	s.wentry.Init(&s.poll, waiter.WritableEvents)
-	if !st.cfg.NoFastPath {
+	if !st.cfg.Debug.NoFastPath {
 		s.fast = tcp.FastConsumer{Take: s.takeDirect, Taken: s.runDirect, Left: &st.streamLeft}
 	}
 	return s

@@ -181,12 +181,12 @@ func TestMemHandlerSlowReader(t *testing.T) {
 	// timing) is counted, by reason, as it was left in the queue.
 	st := mp.b.Stats()
 	t.Logf("bytes left in the queue: slow %d, behind %d, refused %d, large %d, before %d; %d from the queue, %d from the frame",
-		st.HandlerBytesLeftSlow, st.HandlerBytesLeftBehind, st.HandlerBytesLeftRefused, st.HandlerBytesLeftLarge, st.HandlerBytesLeftBefore, st.HandlerBytesQueued, st.HandlerBytesDirect)
-	if st.HandlerBytesQueued == 0 {
+		st.FastPath.Handler.LeftSlow, st.FastPath.Handler.LeftBehind, st.FastPath.Handler.LeftRefused, st.FastPath.Handler.LeftLarge, st.FastPath.Handler.LeftBefore, st.FastPath.Handler.Queued, st.FastPath.Handler.Direct)
+	if st.FastPath.Handler.Queued == 0 {
 		t.Error("a stream that held its writes back took every byte from the frame")
 	}
-	if sum := st.HandlerBytesLeftSlow + st.HandlerBytesLeftBehind + st.HandlerBytesLeftRefused + st.HandlerBytesLeftLarge + st.HandlerBytesLeftBefore; sum != st.HandlerBytesQueued {
-		t.Errorf("%d bytes counted left by reason, %d read from the queue", sum, st.HandlerBytesQueued)
+	if sum := st.FastPath.Handler.LeftSlow + st.FastPath.Handler.LeftBehind + st.FastPath.Handler.LeftRefused + st.FastPath.Handler.LeftLarge + st.FastPath.Handler.LeftBefore; sum != st.FastPath.Handler.Queued {
+		t.Errorf("%d bytes counted left by reason, %d read from the queue", sum, st.FastPath.Handler.Queued)
 	}
 }
 
@@ -478,7 +478,7 @@ func TestMemHandlerEOF(t *testing.T) {
 // TestMemHandlerFromTheFrame: with the fast path, a handler's OnTraffic
 // is given a request's bytes straight from the receive frame (netstack's
 // FastConsumer), on the worker, before the frame is recycled: all of a
-// quiet ping-pong's. Without it (Config.NoFastPath) every byte comes
+// quiet ping-pong's. Without it (Config.Debug.NoFastPath) every byte comes
 // through the receive queue. With faults on the wire, the segments out of
 // order take the queue and direct delivery resumes once it is empty. A
 // 1 MiB message, which fills the send buffer (writes held back stop
@@ -489,7 +489,7 @@ func TestMemHandlerFromTheFrame(t *testing.T) {
 		cfg  func(*Config)
 	}{
 		{"fast-path", nil},
-		{"no-fast-path", func(c *Config) { c.NoFastPath = true }},
+		{"no-fast-path", func(c *Config) { c.Debug.NoFastPath = true }},
 		{"faults", func(c *Config) {
 			c.Faults = &Faults{Seed: 9, RX: FaultRates{Drop: 0.01, Reorder: 0.01, Duplicate: 0.01, Corrupt: 0.01}}
 		}},
@@ -516,7 +516,7 @@ func TestMemHandlerFromTheFrame(t *testing.T) {
 				}
 			}
 			st := mp.b.Stats()
-			direct, queued := st.HandlerBytesDirect-before.HandlerBytesDirect, st.HandlerBytesQueued-before.HandlerBytesQueued
+			direct, queued := st.FastPath.Handler.Direct-before.FastPath.Handler.Direct, st.FastPath.Handler.Queued-before.FastPath.Handler.Queued
 			t.Logf("ping-pong: %d bytes from the frame, %d from the receive queue", direct, queued)
 			if direct+queued != rounds*64 {
 				t.Fatalf("OnTraffic was given %d bytes, want the %d written", direct+queued, rounds*64)
@@ -550,10 +550,10 @@ func TestMemHandlerFromTheFrame(t *testing.T) {
 			// Every byte read from the queue was counted as it was
 			// left there, with its reason.
 			end := mp.b.Stats()
-			queued = end.HandlerBytesQueued - before.HandlerBytesQueued
-			left := [...]uint64{end.HandlerBytesLeftSlow - before.HandlerBytesLeftSlow, end.HandlerBytesLeftBehind - before.HandlerBytesLeftBehind,
-				end.HandlerBytesLeftRefused - before.HandlerBytesLeftRefused, end.HandlerBytesLeftLarge - before.HandlerBytesLeftLarge,
-				end.HandlerBytesLeftBefore - before.HandlerBytesLeftBefore}
+			queued = end.FastPath.Handler.Queued - before.FastPath.Handler.Queued
+			left := [...]uint64{end.FastPath.Handler.LeftSlow - before.FastPath.Handler.LeftSlow, end.FastPath.Handler.LeftBehind - before.FastPath.Handler.LeftBehind,
+				end.FastPath.Handler.LeftRefused - before.FastPath.Handler.LeftRefused, end.FastPath.Handler.LeftLarge - before.FastPath.Handler.LeftLarge,
+				end.FastPath.Handler.LeftBefore - before.FastPath.Handler.LeftBefore}
 			t.Logf("all: %d bytes from the queue; left there slow %d, behind %d, refused %d, large %d, before %d", queued, left[0], left[1], left[2], left[3], left[4])
 			sum := left[0] + left[1] + left[2] + left[3] + left[4]
 			switch {
@@ -596,9 +596,9 @@ func connectHandler(t *testing.T, p *scriptPeer, h Handler) *tcp.Endpoint {
 }
 
 // netstackFastPath configures a test of netstack's fast path for
-// handlers (Config.NetstackFastPath), where the owned one would carry
+// handlers (Config.Debug.NetstackFastPath), where the owned one would carry
 // the connection.
-func netstackFastPath(c *Config) { c.NetstackFastPath = true }
+func netstackFastPath(c *Config) { c.Debug.NetstackFastPath = true }
 
 // TestScriptHandlerReplyBeforeAck: a handler's request taken by the fast
 // path is answered before netstack processes the ACK the request
@@ -626,7 +626,7 @@ func TestScriptHandlerReplyBeforeAck(t *testing.T) {
 	}
 	p.ExpectNothing(20 * time.Millisecond)
 	st := p.s.Stats()
-	if d := st.HandlerBytesDirect - before.HandlerBytesDirect; d != uint64(seq-1) {
+	if d := st.FastPath.Handler.Direct - before.FastPath.Handler.Direct; d != uint64(seq-1) {
 		t.Errorf("%d bytes given from the frame, want all %d", d, seq-1)
 	}
 	fs := ep.FastState()
@@ -720,7 +720,7 @@ func (h *gatherEchoHandler) OnTraffic(s *Stream, b []byte) {
 func TestScriptHandlerLateAckKeepsTSRecent(t *testing.T) {
 	for _, fast := range []bool{true, false} {
 		t.Run(map[bool]string{true: "fast", false: "nofastpath"}[fast], func(t *testing.T) {
-			p := newScriptPeer(t, scriptOptions{Timestamps: true, HandshakeRTT: 20 * time.Millisecond, Config: func(c *Config) { c.NoFastPath = !fast }})
+			p := newScriptPeer(t, scriptOptions{Timestamps: true, HandshakeRTT: 20 * time.Millisecond, Config: func(c *Config) { c.Debug.NoFastPath = !fast }})
 			ep := connectHandler(t, p, &gatherEchoHandler{n: 6})
 			before := fastCounts(p.s.Stats())
 			p.SendBatch(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("abc"), TSval: 50000},

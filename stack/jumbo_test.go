@@ -100,12 +100,12 @@ func TestMemJumboFrames(t *testing.T) {
 		t.Fatalf("reply: type %d, data equal %v", ricmp.Type(), bytes.Equal(ricmp.Payload(), icmp.Payload()))
 	}
 
-	malformed := s.Stats().IPMalformed
+	malformed := s.Stats().IP.Malformed
 	send(0, 2) // the middle part lost
 	if got, parts := reply(200 * time.Millisecond); parts != 0 {
 		t.Fatalf("a request that lost its middle part was answered (%d bytes)", len(got))
 	}
-	if m := s.Stats().IPMalformed; m != malformed+1 {
+	if m := s.Stats().IP.Malformed; m != malformed+1 {
 		t.Errorf("IP malformed %d, want %d: the short frame should count", m, malformed+1)
 	}
 

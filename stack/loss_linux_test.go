@@ -42,7 +42,7 @@ var (
 // other; it asserts no timing (figures belong to benchmarks).
 func TestPrivilegedEchoUnderLoss(t *testing.T) {
 	vethtest.Tools(t, "nft", "ethtool")
-	cfg := Config{CongestionControl: *lossCC}
+	cfg := Config{CongestionControl: CongestionControl(*lossCC)}
 	if *lossPcap != "" {
 		f, err := os.Create(*lossPcap)
 		if err != nil {
@@ -155,8 +155,8 @@ func TestPrivilegedEchoUnderLoss(t *testing.T) {
 							ka["TCPTimeouts"]-kb["TCPTimeouts"], ka["TCPFastRetrans"]-kb["TCPFastRetrans"], ka["TCPLossProbes"]-kb["TCPLossProbes"])
 					} else {
 						rec = fmt.Sprintf("RTOs %d, fast retransmits %d, TLP recoveries %d, probes %d, retransmits %d, no TX frame %d",
-							after.TCPTimeouts-before.TCPTimeouts, after.TCPFastRetransmits-before.TCPFastRetransmits, after.TCPTLPRecoveries-before.TCPTLPRecoveries,
-							after.TCPRecoveryProbes-before.TCPRecoveryProbes, after.TCPRetransmits-before.TCPRetransmits, after.Queues[0].TxNoFrame-before.Queues[0].TxNoFrame)
+							after.TCP.Timeouts-before.TCP.Timeouts, after.TCP.FastRetransmits-before.TCP.FastRetransmits, after.TCP.TLPRecoveries-before.TCP.TLPRecoveries,
+							after.TCP.RecoveryProbes-before.TCP.RecoveryProbes, after.TCP.Retransmits-before.TCP.Retransmits, after.Queues[0].TxNoFrame-before.Queues[0].TxNoFrame)
 					}
 					t.Logf("%s %d%% loss, run %d, %s echo server: %v (dropped %d in, %d out; server %s; client RTOs %d)",
 						hooks, pct, i+1, srv.name, el.Round(time.Millisecond), d1[0]-d0[0], d1[1]-d0[1], rec, ca["TCPTimeouts"]-cb["TCPTimeouts"])

@@ -155,11 +155,11 @@ func TestMemRACKLearnsFromRetransmission(t *testing.T) {
 	before := mp.a.Stats()
 	sendAndCheck(t, c, got, data)
 	after := mp.a.Stats()
-	if n := after.TCPTimeouts - before.TCPTimeouts; n != 0 {
+	if n := after.TCP.Timeouts - before.TCP.Timeouts; n != 0 {
 		t.Errorf("recovered by %d retransmission timeouts; want RACK to find the loss from the probe's SACK", n)
 	}
-	if after.TCPRetransmits-before.TCPRetransmits < 2 {
-		t.Errorf("%d retransmissions, want the probe and the first segment", after.TCPRetransmits-before.TCPRetransmits)
+	if after.TCP.Retransmits-before.TCP.Retransmits < 2 {
+		t.Errorf("%d retransmissions, want the probe and the first segment", after.TCP.Retransmits-before.TCP.Retransmits)
 	}
 }
 
@@ -290,14 +290,14 @@ func checkProbed(t *testing.T, mp *memPair, l *ackLoss, before Stats) {
 	// The probe is counted after it is sent: on a loaded machine its
 	// answer can come back first.
 	after := mp.a.Stats()
-	for end := time.Now().Add(5 * time.Second); after.TCPRecoveryProbes == before.TCPRecoveryProbes && time.Now().Before(end); {
+	for end := time.Now().Add(5 * time.Second); after.TCP.RecoveryProbes == before.TCP.RecoveryProbes && time.Now().Before(end); {
 		time.Sleep(time.Millisecond)
 		after = mp.a.Stats()
 	}
-	if n := after.TCPTimeouts - before.TCPTimeouts; n != 0 {
+	if n := after.TCP.Timeouts - before.TCP.Timeouts; n != 0 {
 		t.Errorf("recovered by %d retransmission timeouts; want a probe after the probe timeout", n)
 	}
-	if after.TCPRecoveryProbes == before.TCPRecoveryProbes {
+	if after.TCP.RecoveryProbes == before.TCP.RecoveryProbes {
 		t.Error("no probe was sent")
 	}
 }
@@ -313,7 +313,7 @@ func TestMemRecoveryProbe(t *testing.T) {
 	// The receiver acknowledges each out-of-order segment (SACK) as it
 	// arrives: without receive coalescing, which would merge the five
 	// after the hole into one and acknowledge them once.
-	mp := newMemPairWith(t, Adaptive, func(c *Config) { c.NoGRO = true })
+	mp := newMemPairWith(t, Adaptive, func(c *Config) { c.Debug.NoGRO = true })
 	const port, size = 5002, 6 * 1420
 	// Sent three times: lost, fast-retransmitted, probed.
 	l := newACKLoss(port, size, 3)
@@ -323,7 +323,7 @@ func TestMemRecoveryProbe(t *testing.T) {
 	before := mp.a.Stats()
 	sendAndCheck(t, c, got, bytes.Repeat([]byte("prob"), size/4))
 	checkProbed(t, mp, l, before)
-	if after := mp.a.Stats(); after.TCPSACKRecoveries == before.TCPSACKRecoveries {
+	if after := mp.a.Stats(); after.TCP.SACKRecoveries == before.TCP.SACKRecoveries {
 		t.Error("the sender never entered SACK recovery: the test lost nothing")
 	}
 }
@@ -411,14 +411,14 @@ func TestMemProbeTimeoutFloor(t *testing.T) {
 func TestMemGSOLossInsideBurst(t *testing.T) {
 	const lost = 8 * 1420
 	rs, after, before := gsoBurstLoss(t, 5004, lost, nil)
-	if n := after.TCPTimeouts - before.TCPTimeouts; n != 0 {
+	if n := after.TCP.Timeouts - before.TCP.Timeouts; n != 0 {
 		t.Errorf("recovered by %d retransmission timeouts", n)
 	}
 	// On a loaded machine the receiver's ACKs can come later than the
 	// probe timeout (twice a round trip of microseconds on this wire):
 	// then a tail loss probe, and probes in recovery, resend data too.
 	// Those are allowed; any other retransmission is not.
-	probes := 1 + after.TCPRecoveryProbes - before.TCPRecoveryProbes
+	probes := 1 + after.TCP.RecoveryProbes - before.TCP.RecoveryProbes
 	n := 0
 	for _, rel := range rs {
 		if rel == lost {
@@ -449,7 +449,7 @@ func TestMemGSOTailLoss(t *testing.T) {
 		defer log.mu.Unlock()
 		return log.started && len(log.rels) == 0 && s.ack-log.base < size
 	})
-	if n := after.TCPTimeouts - before.TCPTimeouts; n != 0 {
+	if n := after.TCP.Timeouts - before.TCP.Timeouts; n != 0 {
 		t.Errorf("recovered by %d retransmission timeouts", n)
 	}
 	if len(rs) == 0 || rs[0] != lost {
@@ -464,7 +464,7 @@ func TestMemGSOTailLoss(t *testing.T) {
 // dropACK, if not nil, may drop frames the receiver sends.
 func gsoBurstLoss(t *testing.T, port uint16, lost uint32, dropACK func(f []byte, log *resends) bool) (rs []uint32, after, before Stats) {
 	t.Helper()
-	mp := newMemPairCfg(t, Adaptive, func(*Config) {}, func(c *Config) { c.NoGRO = true })
+	mp := newMemPairCfg(t, Adaptive, func(*Config) {}, func(c *Config) { c.Debug.NoGRO = true })
 	const size = 10 * 1420
 	var log resends
 	mp.pa.setDrop(log.wrap(port, func(rel uint32) bool { return rel == lost }))
@@ -478,6 +478,6 @@ func gsoBurstLoss(t *testing.T, port uint16, lost uint32, dropACK func(f []byte,
 	if q := after.Queues[0]; q.TxFrames-q.TxPackets < 5 {
 		t.Fatalf("%d packets in %d frames: the write did not go as a GSO packet", q.TxPackets, q.TxFrames)
 	}
-	t.Logf("resent %v; timeouts %d tlp %d probes %d", log.get(), after.TCPTimeouts-before.TCPTimeouts, after.TCPTLPRecoveries-before.TCPTLPRecoveries, after.TCPRecoveryProbes-before.TCPRecoveryProbes)
+	t.Logf("resent %v; timeouts %d tlp %d probes %d", log.get(), after.TCP.Timeouts-before.TCP.Timeouts, after.TCP.TLPRecoveries-before.TCP.TLPRecoveries, after.TCP.RecoveryProbes-before.TCP.RecoveryProbes)
 	return log.get(), after, before
 }

@@ -191,12 +191,12 @@ func TestMemTCPEcho(t *testing.T) {
 // frames in both directions and checks SHA-256 on both ends, with each
 // congestion control.
 func TestMemBulkWithLoss(t *testing.T) {
-	for _, cc := range []string{"reno", "cubic", "bbr"} {
-		t.Run(cc, func(t *testing.T) { memBulkWithLoss(t, cc) })
+	for _, cc := range []CongestionControl{CongestionReno, CongestionCubic, CongestionBBR} {
+		t.Run(string(cc), func(t *testing.T) { memBulkWithLoss(t, cc) })
 	}
 }
 
-func memBulkWithLoss(t *testing.T, cc string) {
+func memBulkWithLoss(t *testing.T, cc CongestionControl) {
 	set := func(c *Config) { c.CongestionControl = cc }
 	mp := newMemPairCfg(t, Adaptive, set, set)
 	var mu sync.Mutex
@@ -237,7 +237,7 @@ func memBulkWithLoss(t *testing.T, cc string) {
 	if got := h.Sum(nil); !bytes.Equal(got, want[:]) {
 		t.Fatalf("sha256 mismatch")
 	}
-	if r := mp.a.Stats().TCPRetransmits + mp.b.Stats().TCPRetransmits; r == 0 {
+	if r := mp.a.Stats().TCP.Retransmits + mp.b.Stats().TCP.Retransmits; r == 0 {
 		t.Error("1% loss caused no retransmissions: the fault injector did nothing")
 	}
 }
@@ -304,8 +304,8 @@ func TestMemCorruption(t *testing.T) {
 	}
 	st := mp.b.Stats()
 	// Caught once, in the worker: no corrupted segment reaches netstack.
-	if st.Queues[0].RxBadChecksum == 0 || st.TCPChecksumErrors != 0 {
-		t.Errorf("corruption caught by the worker %d times (want > 0), by netstack %d times (want 0)", st.Queues[0].RxBadChecksum, st.TCPChecksumErrors)
+	if st.Queues[0].RxBadChecksum == 0 || st.TCP.ChecksumErrors != 0 {
+		t.Errorf("corruption caught by the worker %d times (want > 0), by netstack %d times (want 0)", st.Queues[0].RxBadChecksum, st.TCP.ChecksumErrors)
 	}
 }
 
@@ -347,7 +347,7 @@ func TestMemTrustedChecksumNotReverified(t *testing.T) {
 	if !bytes.Equal(got, msg) {
 		t.Fatal("echo differs")
 	}
-	if n := mp.b.Stats().TCPChecksumErrors; n != 0 {
+	if n := mp.b.Stats().TCP.ChecksumErrors; n != 0 {
 		t.Fatalf("netstack counted %d checksum errors on packets marked verified", n)
 	}
 }
@@ -509,6 +509,18 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := ParsePollPolicy("busy"); err == nil {
 		t.Error("ParsePollPolicy accepted busy")
+	}
+	for _, v := range []string{"bbr", "reno", "cubic", "vegas", "BBR", ""} {
+		ok := v == "bbr" || v == "reno" || v == "cubic"
+		cc, err := ParseCongestionControl(v)
+		if ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) || ok && string(cc) != v {
+			t.Errorf("ParseCongestionControl(%q) = %q, %v", v, cc, err)
+		}
+	}
+	var d Config
+	d.setDefaults()
+	if d.CongestionControl != CongestionBBR {
+		t.Errorf("default congestion control %q, want bbr", d.CongestionControl)
 	}
 }
 

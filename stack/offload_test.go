@@ -23,9 +23,9 @@ var offloadConfigs = []struct {
 	gso, gro bool // in use
 }{
 	{"default", func(*Config) {}, true, true},
-	{"no-gso", func(c *Config) { c.NoGSO = true }, false, true},
-	{"no-gro", func(c *Config) { c.NoGRO = true }, true, false},
-	{"no-tx-checksum", func(c *Config) { c.NoTxChecksum = true }, false, true},
+	{"no-gso", func(c *Config) { c.Debug.NoGSO = true }, false, true},
+	{"no-gro", func(c *Config) { c.Debug.NoGRO = true }, true, false},
+	{"no-tx-checksum", func(c *Config) { c.Debug.NoTxChecksum = true }, false, true},
 }
 
 // frameChecker checks every frame a stack transmits, as a tap on the

@@ -16,7 +16,7 @@ import (
 
 // The owned fast path's differential test: one sequence of segments from
 // a scripted peer to an echo handler, played against netstack alone
-// (Config.NetstackFastPath), against the owned fast path, and against the
+// (Config.Debug.NetstackFastPath), against the owned fast path, and against the
 // owned fast path with the connection handed back to netstack at random
 // points (SetOwnedChaos) and promoted again wherever it is quiet, must
 // give the same segments from ustack (flags, numbers, window, SACK
@@ -35,7 +35,7 @@ import (
 type ownedMode int
 
 const (
-	ownedNetstack ownedMode = iota // Config.NetstackFastPath: netstack alone
+	ownedNetstack ownedMode = iota // Config.Debug.NetstackFastPath: netstack alone
 	ownedOn                        // the owned fast path
 	ownedChaos                     // the owned fast path, demoted at random
 )
@@ -152,14 +152,14 @@ type ownedRun struct {
 	sent  []string
 	got   []byte
 	state tcp.FastState
-	fp    FastPathStats
+	fp    OwnedStats
 }
 
 // runOwned plays steps against an echo handler carried as mode says.
 func runOwned(t *testing.T, steps [][]ownedSeg, ts bool, mode ownedMode, seed uint64) ownedRun {
 	t.Helper()
 	p := newScriptPeer(t, scriptOptions{Timestamps: ts, HandshakeRTT: 50 * time.Millisecond,
-		Config: func(c *Config) { c.DelayedAck = -1; c.NetstackFastPath = mode == ownedNetstack }})
+		Config: func(c *Config) { c.DelayedAck = -1; c.Debug.NetstackFastPath = mode == ownedNetstack }})
 	p.t = quietTB{p.t}
 	if mode == ownedChaos {
 		rng := rand.New(rand.NewPCG(seed, 7))
@@ -252,7 +252,7 @@ func runOwned(t *testing.T, steps [][]ownedSeg, ts bool, mode ownedMode, seed ui
 	if s == nil {
 		t.Fatal("the handler opened no stream")
 	}
-	run.fp = p.s.Stats().FastPath
+	run.fp = p.s.Stats().FastPath.Owned
 	s.mu.Lock()
 	s.disown(link.DemoteOwner)
 	s.mu.Unlock()
@@ -267,7 +267,7 @@ func runOwned(t *testing.T, steps [][]ownedSeg, ts bool, mode ownedMode, seed ui
 
 // checkOwned plays in in the three modes and fails if the owned runs
 // differ from netstack's in each of diffTries tries.
-func checkOwned(t *testing.T, in []byte, ts bool, seed uint64) (owned, chaos FastPathStats) {
+func checkOwned(t *testing.T, in []byte, ts bool, seed uint64) (owned, chaos OwnedStats) {
 	steps := decodeOwned(in, ts)
 	if len(steps) == 0 {
 		return
@@ -357,7 +357,7 @@ func TestOwnedDifferential(t *testing.T) {
 		}
 		inputs = append(inputs, in)
 	}
-	var owned, chaos FastPathStats
+	var owned, chaos OwnedStats
 	for i, in := range inputs {
 		for _, ts := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%d/ts=%v", i, ts), func(t *testing.T) {

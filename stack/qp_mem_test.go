@@ -165,8 +165,8 @@ func TestMemQueuePairOverUstack(t *testing.T) {
 				}
 				exerciseQP(t, a, b)
 				st := mp.b.Stats()
-				t.Logf("b's worker-read bytes: %d from the frame, %d from the receive queue", st.PollBytesDirect, st.PollBytesQueued)
-				if !reader && st.PollBytesDirect == 0 {
+				t.Logf("b's worker-read bytes: %d from the frame, %d from the receive queue", st.FastPath.Poll.Direct, st.FastPath.Poll.Queued)
+				if !reader && st.FastPath.Poll.Direct == 0 {
 					t.Error("the fast path placed no byte from the frame")
 				}
 			})
@@ -414,7 +414,7 @@ func TestMemQueuePairYieldsForWaiters(t *testing.T) {
 // bytes straight from the receive frames (netstack's SetFastConsumer):
 // most of them (all in a quiet run), each copied once, into the region;
 // without it
-// (Config.NoFastPath) every byte comes through netstack's receive queue,
+// (Config.Debug.NoFastPath) every byte comes through netstack's receive queue,
 // a second copy. With faults on the wire (loss, reordering, duplicates,
 // corruption) the segments out of order take the queue, and placement
 // resumes once it is empty. The region ends up with the bytes each way.
@@ -425,7 +425,7 @@ func TestMemQueuePairPlacesFromTheFrame(t *testing.T) {
 		direct bool
 	}{
 		{"fast-path", nil, true},
-		{"no-fast-path", func(c *Config) { c.NoFastPath = true }, false},
+		{"no-fast-path", func(c *Config) { c.Debug.NoFastPath = true }, false},
 		{"faults", func(c *Config) {
 			c.Faults = &Faults{Seed: 7, RX: FaultRates{Drop: 0.01, Reorder: 0.01, Duplicate: 0.01, Corrupt: 0.01}}
 		}, true},
@@ -452,7 +452,7 @@ func TestMemQueuePairPlacesFromTheFrame(t *testing.T) {
 				}
 			}
 			st := mp.b.Stats()
-			direct, queued := st.PollBytesDirect-before.PollBytesDirect, st.PollBytesQueued-before.PollBytesQueued
+			direct, queued := st.FastPath.Poll.Direct-before.FastPath.Poll.Direct, st.FastPath.Poll.Queued-before.FastPath.Poll.Queued
 			t.Logf("%d bytes from the frame, %d from the receive queue", direct, queued)
 			if direct+queued < total {
 				t.Fatalf("the engine was given %d bytes, fewer than the %d written", direct+queued, total)
@@ -471,9 +471,9 @@ func TestMemQueuePairPlacesFromTheFrame(t *testing.T) {
 			}
 			// Every byte read from the queue was counted as it was
 			// left there, with its reason.
-			left := [...]uint64{st.PollBytesLeftSlow - before.PollBytesLeftSlow, st.PollBytesLeftBehind - before.PollBytesLeftBehind,
-				st.PollBytesLeftRefused - before.PollBytesLeftRefused, st.PollBytesLeftLarge - before.PollBytesLeftLarge,
-				st.PollBytesLeftBefore - before.PollBytesLeftBefore}
+			left := [...]uint64{st.FastPath.Poll.LeftSlow - before.FastPath.Poll.LeftSlow, st.FastPath.Poll.LeftBehind - before.FastPath.Poll.LeftBehind,
+				st.FastPath.Poll.LeftRefused - before.FastPath.Poll.LeftRefused, st.FastPath.Poll.LeftLarge - before.FastPath.Poll.LeftLarge,
+				st.FastPath.Poll.LeftBefore - before.FastPath.Poll.LeftBefore}
 			t.Logf("left in the queue: slow %d, behind %d, refused %d, large %d, before %d", left[0], left[1], left[2], left[3], left[4])
 			sum := left[0] + left[1] + left[2] + left[3] + left[4]
 			switch {

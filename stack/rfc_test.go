@@ -717,14 +717,14 @@ func TestScriptLateOriginalKeepsRACKClock(t *testing.T) {
 // tcp_bbr.c), so its window is the flight the SACK says was delivered.
 func TestScriptLossKeepsBBRWindow(t *testing.T) {
 	for _, tc := range []struct {
-		cc     string
+		cc     CongestionControl
 		ok     func(cwnd, flight int) bool
 		expect string
 	}{
-		{"reno", func(cwnd, flight int) bool { return cwnd <= flight/2+3 }, "at most half the flight plus 3"},
-		{"bbr", func(cwnd, flight int) bool { return cwnd >= flight-1 }, "at least the flight delivered"},
+		{CongestionReno, func(cwnd, flight int) bool { return cwnd <= flight/2+3 }, "at most half the flight plus 3"},
+		{CongestionBBR, func(cwnd, flight int) bool { return cwnd >= flight-1 }, "at least the flight delivered"},
 	} {
-		t.Run(tc.cc, func(t *testing.T) {
+		t.Run(string(tc.cc), func(t *testing.T) {
 			p := newScriptPeer(t, scriptOptions{Config: func(c *Config) { c.CongestionControl = tc.cc }})
 			c := p.Connect()
 			data := make([]byte, 256<<10)

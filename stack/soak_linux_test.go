@@ -140,7 +140,7 @@ func TestPrivilegedSoak(t *testing.T) {
 	}
 	st := s.Stats()
 	t.Logf("%v: %d connections opened, %d echoes checked; live heap peak %.1f MiB in the first third, %.1f MiB in the last; %d connections established at the end",
-		d, opened.Load(), echoed.Load(), float64(early)/(1<<20), float64(late)/(1<<20), st.TCPCurrentEstablished)
+		d, opened.Load(), echoed.Load(), float64(early)/(1<<20), float64(late)/(1<<20), st.TCP.CurrentEstablished)
 	if late > early*3/2+8<<20 {
 		t.Errorf("memory grew: live heap peak %.1f MiB in the first third of the run, %.1f MiB in the last", float64(early)/(1<<20), float64(late)/(1<<20))
 	}

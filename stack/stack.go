@@ -74,7 +74,7 @@ func newStack(cfg Config, ios []frameIO, li linkInfo, owner portOwner) (*Stack, 
 	ep := link.New(ios, link.Options{
 		MTU: li.mtu, MAC: tcpip.LinkAddress(li.mac), PartialChecksums: li.partialChecksums,
 		Poll: link.Poll(cfg.Poll), SpinBudget: cfg.SpinBudget, Pin: cfg.Pin, TrustRxChecksum: cfg.TrustRxChecksum,
-		HandOffTCP: cfg.HandOffTCP, NoGRO: cfg.NoGRO, NoTxChecksum: cfg.NoTxChecksum, NoGSO: cfg.NoGSO, Trace: cfg.Trace,
+		HandOffTCP: cfg.Debug.HandOffTCP, NoGRO: cfg.Debug.NoGRO, NoTxChecksum: cfg.Debug.NoTxChecksum, NoGSO: cfg.Debug.NoGSO, Trace: cfg.Trace,
 		RxFrames: lay.rxFrames,
 	})
 	ns := gstack.New(gstack.Options{
@@ -91,11 +91,11 @@ func newStack(cfg Config, ios []frameIO, li linkInfo, owner portOwner) (*Stack, 
 		Clock:              cfg.clock,
 	})
 	s := &Stack{cfg: cfg, ns: ns, ep: ep, mw: mw, addrs: cfg.Addrs}
-	if q, ok := ns.TransportProtocolInstance(tcp.ProtocolNumber).(link.SegmentQueuer); ok && !cfg.NoEarlyDemux {
-		ep.SetOwned(!cfg.NoFastPath && !cfg.NetstackFastPath, ns.Clock(), cfg.DelayedAck)
-		ep.SetDemux(link.NewDemux(ns, nicID, q, !cfg.NoFastPath, ep.LinkAddress(), cfg.Addrs, cfg.Gateway4, cfg.Gateway6))
+	if q, ok := ns.TransportProtocolInstance(tcp.ProtocolNumber).(link.SegmentQueuer); ok && !cfg.Debug.NoEarlyDemux {
+		ep.SetOwned(!cfg.Debug.NoFastPath && !cfg.Debug.NetstackFastPath, ns.Clock(), cfg.DelayedAck)
+		ep.SetDemux(link.NewDemux(ns, nicID, q, !cfg.Debug.NoFastPath, ep.LinkAddress(), cfg.Addrs, cfg.Gateway4, cfg.Gateway6))
 	}
-	ns.SetDirectWrite(!cfg.NoFastPath)
+	ns.SetDirectWrite(!cfg.Debug.NoFastPath)
 	s.ports = newPortTable(owner)
 	fail := func(err error) (*Stack, error) {
 		ns.Close()
@@ -112,7 +112,7 @@ func newStack(cfg Config, ios []frameIO, li linkInfo, owner portOwner) (*Stack, 
 	linger := tcpip.TCPLingerTimeoutOption(10 * time.Second)
 	delack := tcpip.TCPDelayedAckOption(max(cfg.DelayedAck, 0))
 	maxTW := tcpip.TCPMaxTimeWaitOption(max(cfg.MaxTimeWait, 0))
-	cookies := tcpip.TCPAlwaysUseSynCookies(cfg.SynCookies == "always")
+	cookies := tcpip.TCPAlwaysUseSynCookies(cfg.SynCookies == SynCookiesAlways)
 	for _, o := range []tcpip.SettableTransportProtocolOption{
 		&sack, &cc, &moderate, &timeWait, &linger, &delack, &maxTW, &cookies,
 		&tcpip.TCPSendBufferSizeRangeOption{Min: 4096, Default: cfg.TCPSendBuffer, Max: max(cfg.TCPSendBuffer, 4<<20)},

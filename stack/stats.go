@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ustack-dev/ustack/bpf"
@@ -35,7 +36,7 @@ type QueueStats struct {
 	// netstack processor goroutine.
 	RxInline uint64
 	// RxCoalesced counts received TCP segments GRO merged into the
-	// segment before them (unless Config.NoGRO).
+	// segment before them (unless Config.Debug.NoGRO).
 	RxCoalesced uint64
 	// WorkerBusy is the time the queue's worker spent at work: RX
 	// batches and all they ran on it (TCP, handlers, queue pairs),
@@ -72,8 +73,12 @@ type MultiBufferStats struct {
 	RxChains, RxChainsDropped, TxChains uint64
 }
 
-// Stats is a snapshot of a Stack's counters.
+// Stats is a snapshot of a Stack's counters, grouped by layer as
+// netstack's tcpip.Stats groups its own: the queues and steering (the
+// link), IP, TCP, ustack's TCP fast path, SYN handling, UDP, then the
+// capture and the latency trace.
 type Stats struct {
+	// Queues holds each queue's link counters.
 	Queues []QueueStats
 	// Steering holds the XDP program's per-reason packet counts (zero over
 	// a memory wire).
@@ -83,114 +88,144 @@ type Stats struct {
 	// OwnedPorts is how many (address, protocol, port) entries ustack
 	// currently steers to itself.
 	OwnedPorts int
-	// FastPath is the owned fast path's counters (Config.NetstackFastPath).
+	// IP holds netstack's IP counters.
+	IP IPStats
+	// TCP holds netstack's TCP counters.
+	TCP TCPStats
+	// FastPath counts what ustack's TCP fast path took and left.
 	FastPath FastPathStats
-	// A selection of netstack's counters.
-	TCPActiveOpens, TCPPassiveOpens, TCPRetransmits, TCPSegmentsSent, TCPSegmentsReceived uint64
-	TCPChecksumErrors, TCPResetsSent, TCPCurrentEstablished                               uint64
-	UDPPacketsReceived, UDPPacketsSent, UDPChecksumErrors                                 uint64
-	IPPacketsReceived, IPPacketsSent, IPMalformed                                         uint64
+	// Syn counts how SYNs to listeners were answered.
+	Syn SynStats
+	// UDP holds netstack's UDP counters.
+	UDP UDPStats
 	// Capture counts the packet capture's records (Config.Capture).
 	Capture CaptureStats
 	// Trace is the latency breakdown, nil unless Config.Trace.
 	Trace *TraceStats
+}
 
-	// TCP loss recovery: retransmission timeouts, fast (SACK/RACK-driven)
-	// retransmissions, entries into SACK recovery, recoveries a tail loss
-	// probe triggered, and probes sent in SACK recovery after a probe
-	// timeout without an ACK.
-	TCPTimeouts, TCPFastRetransmits, TCPSACKRecoveries, TCPTLPRecoveries uint64
-	TCPRecoveryProbes                                                    uint64
+// IPStats are netstack's IPv4 and IPv6 counters, together.
+type IPStats struct {
+	PacketsReceived uint64 // packets netstack's IP layer received
+	PacketsSent     uint64 // packets netstack's IP layer sent
+	Malformed       uint64 // received packets with a bad IP header
+}
 
-	// TCP connections in TIME-WAIT now, and those closed without it
-	// because Config.MaxTimeWait were.
-	TCPTimeWait, TCPTimeWaitOverflows uint64
+// UDPStats are netstack's UDP counters.
+type UDPStats struct {
+	PacketsReceived uint64 // datagrams received
+	PacketsSent     uint64 // datagrams sent
+	ChecksumErrors  uint64 // datagrams dropped for a bad checksum
+}
 
+// TCPStats are a selection of netstack's TCP counters.
+type TCPStats struct {
+	ActiveOpens        uint64 // connections opened by Dial
+	PassiveOpens       uint64 // connections accepted by listeners
+	CurrentEstablished uint64 // connections established now
+	SegmentsSent       uint64 // segments sent, the fast path's included
+	SegmentsReceived   uint64 // valid segments received, the fast path's included
+	ChecksumErrors     uint64 // segments dropped for a bad checksum
+	ResetsSent         uint64 // RSTs sent
+	Retransmits        uint64 // segments retransmitted
+	// Loss recovery: retransmission timeouts, fast (SACK/RACK-driven)
+	// retransmissions, entries into SACK recovery, recoveries a tail
+	// loss probe triggered, and probes sent in SACK recovery after a
+	// probe timeout without an ACK.
+	Timeouts, FastRetransmits, SACKRecoveries, TLPRecoveries, RecoveryProbes uint64
+	// TimeWait is the connections in TIME-WAIT now; TimeWaitOverflows
+	// those closed without it because Config.MaxTimeWait were.
+	TimeWait, TimeWaitOverflows uint64
+}
+
+// FastPathStats count what ustack's TCP fast path (Config.Debug.NoFastPath
+// turns it off) took and what it left to netstack.
+type FastPathStats struct {
+	// Received is the segments the fast path's receive (header
+	// prediction) processed, a part of TCP.SegmentsReceived. Only
+	// segments early demux (plain IPv4 and IPv6,
+	// Config.Debug.NoEarlyDemux) found an established connection for
+	// are offered.
+	Received uint64
+	// The segments it left to netstack, by why: busy (the connection's
+	// lock held elsewhere, or segments queued ahead), state (not
+	// established), header (flags other than ACK and PSH, options other
+	// than the timestamp, no payload: pure ACKs are always netstack's),
+	// sequence (not the next expected, or past the window or buffer),
+	// ack (outside [SND.UNA, SND.NXT], or PAWS), recovery (loss
+	// recovery, SACK or out-of-order state, a zero window).
+	MissBusy, MissState, MissHeader, MissSequence, MissAck, MissRecovery uint64
+
+	// Sent is the segments of TCP.SegmentsSent that the fast path's send
+	// wrote straight to the link.
+	Sent uint64
+	// The packets it left to netstack's path, by why: size (a GSO packet
+	// of several segments, or one past the MTU), route (loopback, IP
+	// options, firewall rules, packet sockets), or a next hop not
+	// resolved yet.
+	SendMissSize, SendMissRoute, SendMissUnresolved uint64
+
+	// Poll counts the bytes connections read on the worker
+	// (WorkerPoller: queue pairs) were given. Direct bytes come straight
+	// from the received packet (the consumer's copy is their only one,
+	// but for runs receive coalescing merged, whose bytes it copied
+	// first); refused means the consumer could not take them at once.
+	Poll DeliveryStats
+	// Handler counts the bytes handlers' OnTraffic was given. Direct
+	// bytes come straight from the receive frame, with no copy; refused
+	// means the stream was busy (its lock held, writes held back, a Wake
+	// pending) or closing.
+	Handler DeliveryStats
+
+	// Owned counts the owned fast path's work: handlers' connections
+	// ustack carries itself (Config.Debug.NetstackFastPath).
+	Owned OwnedStats
+}
+
+// DeliveryStats count the bytes one kind of consumer was given: straight
+// from the frame by the fast path's receive, or from the connection's
+// receive queue, and why those went there, counted as they arrive
+// there: slow (the segment took netstack's ordinary path: a fast-path
+// miss, FastPathStats.Miss* say which, or data out of order), behind
+// (the fast path took it, but earlier bytes still waited in the queue),
+// refused (the consumer could not take it), large (a coalesced segment
+// past 64 KiB), before (there before the consumer was set). With
+// Config.Debug.NoFastPath every byte is queued and the reasons are zero.
+type DeliveryStats struct {
+	Direct, Queued                                           uint64
+	LeftSlow, LeftBehind, LeftRefused, LeftLarge, LeftBefore uint64
+}
+
+// SynStats count how SYNs to listeners were answered.
+type SynStats struct {
 	// SYN cookies (Config.SynCookies): SYN-ACKs sent with a cookie
 	// instead of a half-open connection, handshake ACKs whose cookie
 	// validated (a connection made from it), and ACKs reaching a
 	// listener whose cookie did not (answered with a reset).
-	TCPSynCookiesSent, TCPSynCookiesValidated, TCPSynCookiesFailed uint64
-
-	// SYNs to a listener answered on the worker (Config.NoFastPath,
-	// tcp.Endpoint.AnswerSyn): cookie SYN-ACKs the worker wrote itself, a
-	// part of TCPSynCookiesSent; SYNs it dropped for a full accept
-	// queue, as the listener drops them; and SYNs it left to netstack's
-	// listener, by why: cookie (Config.SynCookies "auto" with half-open
-	// connections to spare, and the worker not behind), busy (the
-	// listener's lock held elsewhere, or no TX frame), route (a peer off
-	// ustack's on-link prefixes with no default router of its family,
-	// Config.Gateway4 and Gateway6), unresolved (an off-link peer whose
-	// router's MAC is not resolved yet), other (a listener shutting
-	// down, IP settings a frame cannot carry).
-	TCPSynsOnWorker, TCPSynsDroppedOnWorker                            uint64
-	TCPSynMissCookie, TCPSynMissBusy, TCPSynMissRoute, TCPSynMissOther uint64
-	TCPSynMissUnresolved                                               uint64
-	// TCPSynsOnWorkerPressure is the part of TCPSynsOnWorker answered
-	// while half the queue's receive frames or more waited on the RX
-	// ring (Config.UMEMSize): then every SYN gets a cookie, whatever
-	// SynCookies says.
-	TCPSynsOnWorkerPressure uint64
-
-	// TCP segments of TCPSegmentsSent that the fast path's send wrote
-	// (Config.NoFastPath), and the packets it left to netstack's path, by
-	// why: size (a GSO packet of several segments, or one past the MTU),
-	// route (loopback, IP options, firewall rules, packet sockets), or a
-	// next hop not resolved yet. Zero with NoFastPath.
-	TCPSegmentsDirect                                              uint64
-	TCPDirectMissSize, TCPDirectMissRoute, TCPDirectMissUnresolved uint64
-
-	// Received TCP segments the fast path's receive (header prediction,
-	// Config.NoFastPath) processed, a part of TCPSegmentsReceived, and
-	// those it left to netstack, by why: busy (the connection's lock held
-	// elsewhere, or segments queued ahead), state (not established),
-	// header (flags other than ACK and PSH, options other than the
-	// timestamp, no payload: pure ACKs are always netstack's), sequence
-	// (not the next expected, or past the window or buffer), ack (outside
-	// [SND.UNA, SND.NXT], or PAWS), recovery (loss recovery, SACK or
-	// out-of-order state, a zero window). Only segments early demux
-	// (plain IPv4 and IPv6, Config.NoEarlyDemux) found an established
-	// connection for are offered.
-	TCPSegmentsFast                                          uint64
-	TCPFastMissBusy, TCPFastMissState, TCPFastMissHeader     uint64
-	TCPFastMissSequence, TCPFastMissAck, TCPFastMissRecovery uint64
-
-	// Bytes connections read on the worker (WorkerPoller: queue pairs)
-	// were given: straight from the received packet by the fast path's
-	// receive (PollBytesDirect: the consumer's copy is the bytes' only
-	// one, but for runs receive coalescing merged, whose bytes it copied
-	// first), and from the receive queue (PollBytesQueued: the segments
-	// the fast path left to netstack, or that arrived while earlier
-	// bytes waited there).
-	PollBytesDirect, PollBytesQueued uint64
-	// The bytes of PollBytesQueued by why they went to the receive
-	// queue, counted as they arrive there: slow (the segment took
-	// netstack's ordinary path: a fast-path miss, TCPFastMiss* say
-	// which, or data out of order), behind (the fast path took it, but
-	// earlier bytes still waited in the queue), refused (the consumer
-	// could not take it at once), large (a coalesced segment past 64
-	// KiB), before (there before the consumer was set). Zero with
-	// Config.NoFastPath, where every byte is queued.
-	PollBytesLeftSlow, PollBytesLeftBehind, PollBytesLeftRefused uint64
-	PollBytesLeftLarge, PollBytesLeftBefore                      uint64
-
-	// Bytes handlers' OnTraffic was given: straight from the receive
-	// frame by the fast path's receive (HandlerBytesDirect: no copy),
-	// and from the receive queue (HandlerBytesQueued: what the fast
-	// path left to netstack, or what arrived while the stream could
-	// not take it at once).
-	HandlerBytesDirect, HandlerBytesQueued uint64
-	// The bytes of HandlerBytesQueued by why, as PollBytesLeft*: refused
-	// means the stream was busy (its lock held, writes held back, a Wake
-	// pending) or closing.
-	HandlerBytesLeftSlow, HandlerBytesLeftBehind, HandlerBytesLeftRefused uint64
-	HandlerBytesLeftLarge, HandlerBytesLeftBefore                         uint64
+	CookiesSent, CookiesValidated, CookiesFailed uint64
+	// OnWorker is the cookie SYN-ACKs the worker wrote itself, from the
+	// SYN's frame (tcp.Endpoint.AnswerSyn; Config.Debug.NoFastPath turns
+	// it off), a part of CookiesSent. OnWorkerPressure is the part of
+	// them answered while half the queue's receive frames or more waited
+	// on the RX ring (Config.UMEMSize): then every SYN gets a cookie,
+	// whatever Config.SynCookies says. DroppedOnWorker is the SYNs the
+	// worker dropped for a full accept queue, as the listener drops them.
+	OnWorker, OnWorkerPressure, DroppedOnWorker uint64
+	// The SYNs the worker left to netstack's listener, by why: cookie
+	// (SynCookiesAuto with half-open connections to spare, and the
+	// worker not behind), busy (the listener's lock held elsewhere, or
+	// no TX frame), route (a peer off ustack's on-link prefixes with no
+	// default router of its family, Config.Gateway4 and Gateway6),
+	// unresolved (an off-link peer whose router's MAC is not resolved
+	// yet), other (a listener shutting down, IP settings a frame cannot
+	// carry).
+	MissCookie, MissBusy, MissRoute, MissUnresolved, MissOther uint64
 }
 
-// FastPathStats counts the owned fast path's work: the handler
+// OwnedStats count the owned fast path's work: the handler
 // connections ustack carries itself while they are in the common case,
-// netstack's parked meanwhile (Config.NetstackFastPath).
-type FastPathStats struct {
+// netstack's parked meanwhile (Config.Debug.NetstackFastPath).
+type OwnedStats struct {
 	// Flows is how many connections it carries now.
 	Flows int
 	// Promotions counts connections netstack handed to it; Demotions
@@ -211,9 +246,9 @@ type FastPathStats struct {
 	SegmentsIn, SegmentsOut, BytesIn, BytesOut, PureAcks uint64
 }
 
-// fastPathStats sums the queues' owned fast path counters.
-func (s *Stack) fastPathStats() FastPathStats {
-	var f FastPathStats
+// ownedStats sums the queues' owned fast path counters.
+func (s *Stack) ownedStats() OwnedStats {
+	var f OwnedStats
 	for i := range s.ep.NumQueues() {
 		c := s.ep.OwnedCounters(i)
 		f.Flows += c.Flows
@@ -329,51 +364,65 @@ func (s *Stack) Stats() Stats {
 		st.AttachMode = s.prog.Mode()
 	}
 	st.OwnedPorts = len(s.ports.owned())
-	st.FastPath = s.fastPathStats()
+	st.FastPath.Owned = s.ownedStats()
 	ns := s.ns.Stats()
-	st.TCPActiveOpens = ns.TCP.ActiveConnectionOpenings.Value()
-	st.TCPPassiveOpens = ns.TCP.PassiveConnectionOpenings.Value()
-	st.TCPRetransmits = ns.TCP.Retransmits.Value()
-	st.TCPSegmentsSent = ns.TCP.SegmentsSent.Value()
-	st.TCPSegmentsReceived = ns.TCP.ValidSegmentsReceived.Value()
-	st.TCPChecksumErrors = ns.TCP.ChecksumErrors.Value()
-	st.TCPResetsSent = ns.TCP.ResetsSent.Value()
-	st.TCPCurrentEstablished = ns.TCP.CurrentEstablished.Value()
-	st.TCPTimeouts = ns.TCP.Timeouts.Value()
-	st.TCPFastRetransmits = ns.TCP.FastRetransmit.Value()
-	st.TCPSACKRecoveries = ns.TCP.SACKRecovery.Value()
-	st.TCPTLPRecoveries = ns.TCP.TLPRecovery.Value()
-	st.TCPRecoveryProbes = ns.TCP.RecoveryProbes.Value()
-	st.TCPTimeWait = ns.TCP.CurrentTimeWait.Value()
-	st.TCPTimeWaitOverflows = ns.TCP.TimeWaitOverflows.Value()
-	st.TCPSynCookiesSent = ns.TCP.ListenOverflowSynCookieSent.Value()
-	st.TCPSynCookiesValidated = ns.TCP.ListenOverflowSynCookieRcvd.Value()
-	st.TCPSynCookiesFailed = ns.TCP.ListenOverflowInvalidSynCookieRcvd.Value()
-	st.TCPSegmentsFast = fast[tcp.FastHit]
-	st.TCPFastMissBusy, st.TCPFastMissState, st.TCPFastMissHeader = fast[tcp.FastMissBusy], fast[tcp.FastMissState], fast[tcp.FastMissHeader]
-	st.TCPFastMissSequence, st.TCPFastMissAck, st.TCPFastMissRecovery = fast[tcp.FastMissSequence], fast[tcp.FastMissAck], fast[tcp.FastMissRecovery]
-	st.TCPSynsOnWorker, st.TCPSynsDroppedOnWorker = syn[tcp.SynAnswered], syn[tcp.SynDropped]
-	st.TCPSynMissCookie, st.TCPSynMissBusy, st.TCPSynMissRoute = syn[tcp.SynMissCookie], syn[tcp.SynMissBusy], syn[link.SynMissRoute]
-	st.TCPSynMissOther = syn[tcp.SynMissState] + syn[tcp.SynMissIP]
-	st.TCPSynMissUnresolved = syn[link.SynMissUnresolved]
-	st.TCPSynsOnWorkerPressure = synPressure
-	st.PollBytesDirect, st.PollBytesQueued = s.pollDirect.Load(), s.pollQueued.Load()
-	st.HandlerBytesDirect, st.HandlerBytesQueued = s.streamDirect.Load(), s.streamQueued.Load()
-	pl, sl := &s.pollLeft, &s.streamLeft
-	st.PollBytesLeftSlow, st.PollBytesLeftBehind, st.PollBytesLeftRefused = pl[tcp.FastLeftSlow].Load(), pl[tcp.FastLeftBehind].Load(), pl[tcp.FastLeftRefused].Load()
-	st.PollBytesLeftLarge, st.PollBytesLeftBefore = pl[tcp.FastLeftLarge].Load(), pl[tcp.FastLeftBefore].Load()
-	st.HandlerBytesLeftSlow, st.HandlerBytesLeftBehind, st.HandlerBytesLeftRefused = sl[tcp.FastLeftSlow].Load(), sl[tcp.FastLeftBehind].Load(), sl[tcp.FastLeftRefused].Load()
-	st.HandlerBytesLeftLarge, st.HandlerBytesLeftBefore = sl[tcp.FastLeftLarge].Load(), sl[tcp.FastLeftBefore].Load()
-	st.TCPSegmentsDirect = s.ns.DirectWrites()
-	st.TCPDirectMissSize, st.TCPDirectMissRoute, st.TCPDirectMissUnresolved = s.ns.DirectMisses()
-	st.UDPPacketsReceived = ns.UDP.PacketsReceived.Value()
-	st.UDPPacketsSent = ns.UDP.PacketsSent.Value()
-	st.UDPChecksumErrors = ns.UDP.ChecksumErrors.Value()
-	st.IPPacketsReceived = ns.IP.PacketsReceived.Value()
-	st.IPPacketsSent = ns.IP.PacketsSent.Value()
-	st.IPMalformed = ns.IP.MalformedPacketsReceived.Value()
+	st.IP = IPStats{
+		PacketsReceived: ns.IP.PacketsReceived.Value(),
+		PacketsSent:     ns.IP.PacketsSent.Value(),
+		Malformed:       ns.IP.MalformedPacketsReceived.Value(),
+	}
+	st.TCP = TCPStats{
+		ActiveOpens:        ns.TCP.ActiveConnectionOpenings.Value(),
+		PassiveOpens:       ns.TCP.PassiveConnectionOpenings.Value(),
+		CurrentEstablished: ns.TCP.CurrentEstablished.Value(),
+		SegmentsSent:       ns.TCP.SegmentsSent.Value(),
+		SegmentsReceived:   ns.TCP.ValidSegmentsReceived.Value(),
+		ChecksumErrors:     ns.TCP.ChecksumErrors.Value(),
+		ResetsSent:         ns.TCP.ResetsSent.Value(),
+		Retransmits:        ns.TCP.Retransmits.Value(),
+		Timeouts:           ns.TCP.Timeouts.Value(),
+		FastRetransmits:    ns.TCP.FastRetransmit.Value(),
+		SACKRecoveries:     ns.TCP.SACKRecovery.Value(),
+		TLPRecoveries:      ns.TCP.TLPRecovery.Value(),
+		RecoveryProbes:     ns.TCP.RecoveryProbes.Value(),
+		TimeWait:           ns.TCP.CurrentTimeWait.Value(),
+		TimeWaitOverflows:  ns.TCP.TimeWaitOverflows.Value(),
+	}
+	f := &st.FastPath
+	f.Received = fast[tcp.FastHit]
+	f.MissBusy, f.MissState, f.MissHeader = fast[tcp.FastMissBusy], fast[tcp.FastMissState], fast[tcp.FastMissHeader]
+	f.MissSequence, f.MissAck, f.MissRecovery = fast[tcp.FastMissSequence], fast[tcp.FastMissAck], fast[tcp.FastMissRecovery]
+	f.Sent = s.ns.DirectWrites()
+	f.SendMissSize, f.SendMissRoute, f.SendMissUnresolved = s.ns.DirectMisses()
+	f.Poll = deliveryStats(s.pollDirect.Load(), s.pollQueued.Load(), &s.pollLeft)
+	f.Handler = deliveryStats(s.streamDirect.Load(), s.streamQueued.Load(), &s.streamLeft)
+	st.Syn = SynStats{
+		CookiesSent:      ns.TCP.ListenOverflowSynCookieSent.Value(),
+		CookiesValidated: ns.TCP.ListenOverflowSynCookieRcvd.Value(),
+		CookiesFailed:    ns.TCP.ListenOverflowInvalidSynCookieRcvd.Value(),
+		OnWorker:         syn[tcp.SynAnswered],
+		OnWorkerPressure: synPressure,
+		DroppedOnWorker:  syn[tcp.SynDropped],
+		MissCookie:       syn[tcp.SynMissCookie],
+		MissBusy:         syn[tcp.SynMissBusy],
+		MissRoute:        syn[link.SynMissRoute],
+		MissUnresolved:   syn[link.SynMissUnresolved],
+		MissOther:        syn[tcp.SynMissState] + syn[tcp.SynMissIP],
+	}
+	st.UDP = UDPStats{
+		PacketsReceived: ns.UDP.PacketsReceived.Value(),
+		PacketsSent:     ns.UDP.PacketsSent.Value(),
+		ChecksumErrors:  ns.UDP.ChecksumErrors.Value(),
+	}
 	st.Trace = s.traceStats()
 	return st
+}
+
+// deliveryStats reads one consumer kind's byte counters.
+func deliveryStats(direct, queued uint64, left *[tcp.NumFastLeft]atomic.Uint64) DeliveryStats {
+	return DeliveryStats{Direct: direct, Queued: queued,
+		LeftSlow: left[tcp.FastLeftSlow].Load(), LeftBehind: left[tcp.FastLeftBehind].Load(), LeftRefused: left[tcp.FastLeftRefused].Load(),
+		LeftLarge: left[tcp.FastLeftLarge].Load(), LeftBefore: left[tcp.FastLeftBefore].Load()}
 }
 
 // Summary is a short human-readable account of the counters: one line per
@@ -411,31 +460,33 @@ func (st Stats) Summary() string {
 		}
 		b.WriteString("\n")
 	}
+	t, f, y := st.TCP, st.FastPath, st.Syn
 	fmt.Fprintf(&b, "tcp: established %d, opens %d active %d passive; segments in %d out %d (direct %d; left to netstack: size %d, route %d, unresolved %d); retransmits %d (timeouts %d, fast %d); resets sent %d; checksum errors %d\n",
-		st.TCPCurrentEstablished, st.TCPActiveOpens, st.TCPPassiveOpens, st.TCPSegmentsReceived, st.TCPSegmentsSent, st.TCPSegmentsDirect, st.TCPDirectMissSize, st.TCPDirectMissRoute, st.TCPDirectMissUnresolved,
-		st.TCPRetransmits, st.TCPTimeouts, st.TCPFastRetransmits, st.TCPResetsSent, st.TCPChecksumErrors)
+		t.CurrentEstablished, t.ActiveOpens, t.PassiveOpens, t.SegmentsReceived, t.SegmentsSent, f.Sent, f.SendMissSize, f.SendMissRoute, f.SendMissUnresolved,
+		t.Retransmits, t.Timeouts, t.FastRetransmits, t.ResetsSent, t.ChecksumErrors)
 	fmt.Fprintf(&b, "tcp fast path: received %d; left to netstack: busy %d, state %d, header %d, sequence %d, ack %d, recovery %d\n",
-		st.TCPSegmentsFast, st.TCPFastMissBusy, st.TCPFastMissState, st.TCPFastMissHeader, st.TCPFastMissSequence, st.TCPFastMissAck, st.TCPFastMissRecovery)
-	if f := st.FastPath; f.Promotions+f.PromoteRefused > 0 {
+		f.Received, f.MissBusy, f.MissState, f.MissHeader, f.MissSequence, f.MissAck, f.MissRecovery)
+	if o := f.Owned; o.Promotions+o.PromoteRefused > 0 {
 		fmt.Fprintf(&b, "owned fast path: %d connections now; promotions %d (refused %d%s), demotions %d%s; segments in %d out %d (pure ACKs %d), bytes in %d out %d\n",
-			f.Flows, f.Promotions, f.PromoteRefused, byReason(f.PromoteRefusedBy), f.Demotions, byReason(f.DemotionsBy),
-			f.SegmentsIn, f.SegmentsOut, f.PureAcks, f.BytesIn, f.BytesOut)
+			o.Flows, o.Promotions, o.PromoteRefused, byReason(o.PromoteRefusedBy), o.Demotions, byReason(o.DemotionsBy),
+			o.SegmentsIn, o.SegmentsOut, o.PureAcks, o.BytesIn, o.BytesOut)
 	}
-	if st.TCPSynCookiesSent+st.TCPSynsDroppedOnWorker+st.TCPSynMissCookie+st.TCPSynMissBusy+st.TCPSynMissRoute+st.TCPSynMissUnresolved+st.TCPSynMissOther > 0 {
+	if y.CookiesSent+y.DroppedOnWorker+y.MissCookie+y.MissBusy+y.MissRoute+y.MissUnresolved+y.MissOther > 0 {
 		fmt.Fprintf(&b, "tcp syn cookies: sent %d (by the worker %d, %d of them behind on the RX ring), validated %d, failed %d; syns dropped by the worker %d; left to netstack: cookie %d, busy %d, route %d, unresolved %d, other %d\n",
-			st.TCPSynCookiesSent, st.TCPSynsOnWorker, st.TCPSynsOnWorkerPressure, st.TCPSynCookiesValidated, st.TCPSynCookiesFailed, st.TCPSynsDroppedOnWorker,
-			st.TCPSynMissCookie, st.TCPSynMissBusy, st.TCPSynMissRoute, st.TCPSynMissUnresolved, st.TCPSynMissOther)
+			y.CookiesSent, y.OnWorker, y.OnWorkerPressure, y.CookiesValidated, y.CookiesFailed, y.DroppedOnWorker,
+			y.MissCookie, y.MissBusy, y.MissRoute, y.MissUnresolved, y.MissOther)
 	}
-	if st.PollBytesDirect+st.PollBytesQueued > 0 {
-		fmt.Fprintf(&b, "worker-read bytes: %d straight from the frame, %d from the receive queue (left there: slow %d, behind %d, refused %d, large %d, before %d)\n",
-			st.PollBytesDirect, st.PollBytesQueued, st.PollBytesLeftSlow, st.PollBytesLeftBehind, st.PollBytesLeftRefused, st.PollBytesLeftLarge, st.PollBytesLeftBefore)
-	}
-	if st.HandlerBytesDirect+st.HandlerBytesQueued > 0 {
-		fmt.Fprintf(&b, "handler bytes: %d straight from the frame, %d from the receive queue (left there: slow %d, behind %d, refused %d, large %d, before %d)\n",
-			st.HandlerBytesDirect, st.HandlerBytesQueued, st.HandlerBytesLeftSlow, st.HandlerBytesLeftBehind, st.HandlerBytesLeftRefused, st.HandlerBytesLeftLarge, st.HandlerBytesLeftBefore)
+	for _, d := range []struct {
+		what string
+		s    DeliveryStats
+	}{{"worker-read", f.Poll}, {"handler", f.Handler}} {
+		if d.s.Direct+d.s.Queued > 0 {
+			fmt.Fprintf(&b, "%s bytes: %d straight from the frame, %d from the receive queue (left there: slow %d, behind %d, refused %d, large %d, before %d)\n",
+				d.what, d.s.Direct, d.s.Queued, d.s.LeftSlow, d.s.LeftBehind, d.s.LeftRefused, d.s.LeftLarge, d.s.LeftBefore)
+		}
 	}
 	fmt.Fprintf(&b, "udp: in %d out %d, checksum errors %d; ip: in %d out %d, malformed %d; owned ports %d\n",
-		st.UDPPacketsReceived, st.UDPPacketsSent, st.UDPChecksumErrors, st.IPPacketsReceived, st.IPPacketsSent, st.IPMalformed, st.OwnedPorts)
+		st.UDP.PacketsReceived, st.UDP.PacketsSent, st.UDP.ChecksumErrors, st.IP.PacketsReceived, st.IP.PacketsSent, st.IP.Malformed, st.OwnedPorts)
 	if c := st.Capture; c != (CaptureStats{}) {
 		fmt.Fprintf(&b, "capture: %d frames, %d bytes; not recorded: %d over the size bound, %d on write errors\n", c.Packets, c.Bytes, c.Dropped, c.Errors)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // alwaysCookies has every SYN answered with a SYN cookie.
-func alwaysCookies(c *Config) { c.SynCookies = "always" }
+func alwaysCookies(c *Config) { c.SynCookies = SynCookiesAlways }
 
 // cookieTSOpts is the low six bits of a cookie SYN-ACK's TSval for a
 // peer's window scale shift ws (-1: none) and SACK-permitted, as Linux's
@@ -46,9 +46,9 @@ func (p *scriptPeer) synCookieOpen() (seg, func(late string) net.Conn) {
 func checkCookieStats(t *testing.T, s *Stack, sent, validated, failed uint64) {
 	t.Helper()
 	st := s.Stats()
-	if st.TCPSynCookiesSent != sent || st.TCPSynCookiesValidated != validated || st.TCPSynCookiesFailed != failed {
+	if st.Syn.CookiesSent != sent || st.Syn.CookiesValidated != validated || st.Syn.CookiesFailed != failed {
 		t.Errorf("syn cookies sent %d, validated %d, failed %d; want %d, %d, %d",
-			st.TCPSynCookiesSent, st.TCPSynCookiesValidated, st.TCPSynCookiesFailed, sent, validated, failed)
+			st.Syn.CookiesSent, st.Syn.CookiesValidated, st.Syn.CookiesFailed, sent, validated, failed)
 	}
 }
 
@@ -209,8 +209,8 @@ func TestScriptSynCookieForged(t *testing.T) {
 	p.Send(seg{Flags: "A", Seq: 1, Ack: 1 + 12345})
 	p.Expect(seg{Flags: "R", Seq: 1 + 12345})
 	checkCookieStats(t, p.s, 1, 0, 1)
-	if st := p.s.Stats(); st.TCPPassiveOpens != 0 {
-		t.Fatalf("a forged cookie opened %d connections", st.TCPPassiveOpens)
+	if st := p.s.Stats(); st.TCP.PassiveOpens != 0 {
+		t.Fatalf("a forged cookie opened %d connections", st.TCP.PassiveOpens)
 	}
 	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
 	accepted("ustack accepted no connection from the genuine cookie's ACK")
@@ -266,21 +266,27 @@ func TestScriptSynCookieTSvalNotAhead(t *testing.T) {
 	}
 }
 
-// TestConfigSynCookies: "auto" is the default, "auto" and "always" are
-// accepted, anything else is a configuration error.
+// TestConfigSynCookies: auto is the default, auto and always are
+// accepted, anything else is a configuration error, from validate and
+// from ParseSynCookieMode alike.
 func TestConfigSynCookies(t *testing.T) {
 	good := netip.MustParsePrefix("198.18.0.1/24")
 	var c Config
 	c.setDefaults()
-	if c.SynCookies != "auto" {
+	if c.SynCookies != SynCookiesAuto {
 		t.Errorf("default SynCookies %q, want auto", c.SynCookies)
 	}
-	for _, v := range []string{"auto", "always", "never", "on"} {
-		c := Config{Addrs: []netip.Prefix{good}, SynCookies: v}
+	for _, v := range []string{"auto", "always", "never", "on", "Auto"} {
+		c := Config{Addrs: []netip.Prefix{good}, SynCookies: SynCookieMode(v)}
 		c.setDefaults()
 		err := c.validate()
-		if ok := v == "auto" || v == "always"; ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) {
+		ok := v == "auto" || v == "always"
+		if ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) {
 			t.Errorf("SynCookies %q: validate = %v", v, err)
+		}
+		m, err := ParseSynCookieMode(v)
+		if ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) || ok && string(m) != v {
+			t.Errorf("ParseSynCookieMode(%q) = %q, %v", v, m, err)
 		}
 	}
 }
@@ -319,11 +325,11 @@ func TestMemSynCookieConnectBurst(t *testing.T) {
 		}
 		c.Close()
 	}
-	if st := mp.a.Stats(); st.TCPRetransmits != 0 {
-		t.Errorf("the client retransmitted %d times in %d connections, want 0", st.TCPRetransmits, n)
+	if st := mp.a.Stats(); st.TCP.Retransmits != 0 {
+		t.Errorf("the client retransmitted %d times in %d connections, want 0", st.TCP.Retransmits, n)
 	}
-	if st := mp.b.Stats(); st.TCPSynCookiesValidated != n {
-		t.Errorf("%d connections from cookies, want %d", st.TCPSynCookiesValidated, n)
+	if st := mp.b.Stats(); st.Syn.CookiesValidated != n {
+		t.Errorf("%d connections from cookies, want %d", st.Syn.CookiesValidated, n)
 	}
 }
 
@@ -333,8 +339,8 @@ func TestMemSynCookieConnectBurst(t *testing.T) {
 // connection made from the handshake's ACK): what always-on cookies
 // cost connection setup, both ends together.
 func BenchmarkMemConnectSynCookies(b *testing.B) {
-	for _, mode := range []string{"auto", "always"} {
-		b.Run(mode, func(b *testing.B) {
+	for _, mode := range []SynCookieMode{SynCookiesAuto, SynCookiesAlways} {
+		b.Run(string(mode), func(b *testing.B) {
 			mp := newMemPairWith(b, Adaptive, func(c *Config) { c.SynCookies = mode })
 			ln, err := mp.b.Listen("tcp4", ":7")
 			if err != nil {
@@ -365,10 +371,10 @@ func BenchmarkMemConnectSynCookies(b *testing.B) {
 			}
 			b.StopTimer()
 			st := mp.b.Stats()
-			if mode == "always" && st.TCPSynCookiesValidated < uint64(b.N) {
-				b.Fatalf("%d connections, %d from cookies", b.N, st.TCPSynCookiesValidated)
+			if mode == "always" && st.Syn.CookiesValidated < uint64(b.N) {
+				b.Fatalf("%d connections, %d from cookies", b.N, st.Syn.CookiesValidated)
 			}
-			b.ReportMetric(float64(st.TCPSynCookiesValidated)/float64(b.N), "cookies/op")
+			b.ReportMetric(float64(st.Syn.CookiesValidated)/float64(b.N), "cookies/op")
 			// The server's worker's time per connection (its busy time:
 			// the listener, the echo server's goroutine apart).
 			b.ReportMetric(float64((busy()-busy0).Nanoseconds())/1e3/float64(b.N), "server-worker-µs/op")

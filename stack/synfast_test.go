@@ -106,14 +106,14 @@ func TestScriptSynOnWorkerMatchesListener(t *testing.T) {
 			syn := seg{Flags: "S", Seq: 0, TSval: 5000, TSecr: 1}
 			p.Send(syn)
 			p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
-			if st := p.s.Stats(); st.TCPSynsOnWorker != 1 || st.TCPSynCookiesSent != 1 {
-				t.Fatalf("first SYN: %d answered on the worker, %d cookies sent; want 1, 1", st.TCPSynsOnWorker, st.TCPSynCookiesSent)
+			if st := p.s.Stats(); st.Syn.OnWorker != 1 || st.Syn.CookiesSent != 1 {
+				t.Fatalf("first SYN: %d answered on the worker, %d cookies sent; want 1, 1", st.Syn.OnWorker, st.Syn.CookiesSent)
 			}
 			p.s.ep.Demux().LeaveSyns(true)
 			p.Send(syn)
 			p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
-			if st := p.s.Stats(); st.TCPSynsOnWorker != 1 || st.TCPSynCookiesSent != 2 {
-				t.Fatalf("second SYN: %d answered on the worker, %d cookies sent; want 1, 2", st.TCPSynsOnWorker, st.TCPSynCookiesSent)
+			if st := p.s.Stats(); st.Syn.OnWorker != 1 || st.Syn.CookiesSent != 2 {
+				t.Fatalf("second SYN: %d answered on the worker, %d cookies sent; want 1, 2", st.Syn.OnWorker, st.Syn.CookiesSent)
 			}
 			if len(*frames) != 2 {
 				t.Fatalf("%d SYN-ACK frames, want 2", len(*frames))
@@ -148,9 +148,9 @@ func TestScriptSynOnWorkerAuto(t *testing.T) {
 	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
 	accepted("ustack accepted no connection")
 	st := p.s.Stats()
-	if st.TCPSynsOnWorker != 0 || st.TCPSynMissCookie != 1 || st.TCPSynCookiesSent != 0 {
+	if st.Syn.OnWorker != 0 || st.Syn.MissCookie != 1 || st.Syn.CookiesSent != 0 {
 		t.Fatalf("%d SYNs answered on the worker, %d left for want of cookies, %d cookies sent; want 0, 1, 0",
-			st.TCPSynsOnWorker, st.TCPSynMissCookie, st.TCPSynCookiesSent)
+			st.Syn.OnWorker, st.Syn.MissCookie, st.Syn.CookiesSent)
 	}
 }
 
@@ -170,9 +170,9 @@ func TestScriptSynOnWorkerPressure(t *testing.T) {
 	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
 	accepted("ustack accepted no connection from the cookie's ACK")
 	st := p.s.Stats()
-	if st.TCPSynsOnWorker != 1 || st.TCPSynsOnWorkerPressure != 1 || st.TCPSynMissCookie != 0 || st.TCPSynCookiesValidated != 1 {
+	if st.Syn.OnWorker != 1 || st.Syn.OnWorkerPressure != 1 || st.Syn.MissCookie != 0 || st.Syn.CookiesValidated != 1 {
 		t.Fatalf("%d SYNs answered on the worker (%d under pressure), %d left for want of cookies, %d cookies validated; want 1 (1), 0, 1",
-			st.TCPSynsOnWorker, st.TCPSynsOnWorkerPressure, st.TCPSynMissCookie, st.TCPSynCookiesValidated)
+			st.Syn.OnWorker, st.Syn.OnWorkerPressure, st.Syn.MissCookie, st.Syn.CookiesValidated)
 	}
 }
 
@@ -199,9 +199,9 @@ func TestScriptSynOnWorkerOffLink(t *testing.T) {
 	p.Send(seg{Flags: "S", Seq: 0, TSval: 5000, TSecr: 1})
 	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
 	st := p.s.Stats()
-	if st.TCPSynsOnWorker != 1 || st.TCPSynMissRoute != 0 || st.TCPSynMissUnresolved != 0 {
+	if st.Syn.OnWorker != 1 || st.Syn.MissRoute != 0 || st.Syn.MissUnresolved != 0 {
 		t.Fatalf("%d SYNs answered on the worker, %d left for want of a route, %d for the router's MAC; want 1, 0, 0",
-			st.TCPSynsOnWorker, st.TCPSynMissRoute, st.TCPSynMissUnresolved)
+			st.Syn.OnWorker, st.Syn.MissRoute, st.Syn.MissUnresolved)
 	}
 	if len(*frames) != 1 {
 		t.Fatalf("%d SYN-ACK frames, want 1", len(*frames))
@@ -230,12 +230,12 @@ func TestScriptSynOnWorkerUnresolvedRouter(t *testing.T) {
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		st := p.s.Stats()
-		if st.TCPSynMissUnresolved == 3 && st.TCPSynsOnWorker == 0 && st.TCPSynMissRoute == 0 {
+		if st.Syn.MissUnresolved == 3 && st.Syn.OnWorker == 0 && st.Syn.MissRoute == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d SYNs left to netstack for the router's MAC, %d for want of a route, %d answered on the worker; want 3, 0, 0",
-				st.TCPSynMissUnresolved, st.TCPSynMissRoute, st.TCPSynsOnWorker)
+				st.Syn.MissUnresolved, st.Syn.MissRoute, st.Syn.OnWorker)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -267,9 +267,9 @@ func TestScriptSynOnWorkerFullAcceptQueue(t *testing.T) {
 	}
 	handshake(40000)
 	handshake(40001)
-	for deadline := time.Now().Add(scriptWait); p.s.Stats().TCPSynCookiesValidated < 2; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(scriptWait); p.s.Stats().Syn.CookiesValidated < 2; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d connections made from cookies, want 2", p.s.Stats().TCPSynCookiesValidated)
+			t.Fatalf("%d connections made from cookies, want 2", p.s.Stats().Syn.CookiesValidated)
 		}
 	}
 	for _, off := range []bool{false, true} {
@@ -279,8 +279,8 @@ func TestScriptSynOnWorkerFullAcceptQueue(t *testing.T) {
 		p.ExpectNothing(100 * time.Millisecond)
 	}
 	st := p.s.Stats()
-	if st.TCPSynsOnWorker != 2 || st.TCPSynsDroppedOnWorker != 1 {
-		t.Fatalf("%d SYNs answered on the worker, %d dropped; want 2, 1", st.TCPSynsOnWorker, st.TCPSynsDroppedOnWorker)
+	if st.Syn.OnWorker != 2 || st.Syn.DroppedOnWorker != 1 {
+		t.Fatalf("%d SYNs answered on the worker, %d dropped; want 2, 1", st.Syn.OnWorker, st.Syn.DroppedOnWorker)
 	}
 	if n := p.s.ns.Stats().TCP.ListenOverflowSynDrop.Value(); n != 2 {
 		t.Fatalf("netstack counted %d SYNs dropped for a full accept queue, want 2 (one each way)", n)
@@ -329,8 +329,8 @@ func TestScriptSynCookieSynWithData(t *testing.T) {
 	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
 	p.Send(seg{Flags: "S", Seq: 0, Payload: []byte("early")})
 	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
-	if st := p.s.Stats(); st.TCPSynsOnWorker != 1 {
-		t.Fatalf("%d SYNs answered on the worker, want 1", st.TCPSynsOnWorker)
+	if st := p.s.Stats(); st.Syn.OnWorker != 1 {
+		t.Fatalf("%d SYNs answered on the worker, want 1", st.Syn.OnWorker)
 	}
 	accepted := p.start(ln.Accept) // after the SYN (see above)
 	p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("early")})
@@ -423,14 +423,14 @@ func testSynAnswerAllocs(t *testing.T, offLink bool) {
 	for range 100 {
 		round()
 	}
-	before := p.s.Stats().TCPSynsOnWorker
+	before := p.s.Stats().Syn.OnWorker
 	if a := testing.AllocsPerRun(1000, round); a > 0.01 {
 		t.Fatalf("%.2f allocations per SYN answered, want 0", a)
 	}
-	if st := p.s.Stats(); st.TCPSynMissRoute+st.TCPSynMissUnresolved != 0 {
-		t.Fatalf("%d SYNs left to netstack for want of a route, %d for the router's MAC", st.TCPSynMissRoute, st.TCPSynMissUnresolved)
+	if st := p.s.Stats(); st.Syn.MissRoute+st.Syn.MissUnresolved != 0 {
+		t.Fatalf("%d SYNs left to netstack for want of a route, %d for the router's MAC", st.Syn.MissRoute, st.Syn.MissUnresolved)
 	}
-	if got := p.s.Stats().TCPSynsOnWorker - before; got < 1000 {
+	if got := p.s.Stats().Syn.OnWorker - before; got < 1000 {
 		t.Fatalf("%d SYNs answered on the worker during the measurement, want all 1,001", got)
 	}
 }

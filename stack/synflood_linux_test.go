@@ -200,7 +200,7 @@ func TestPrivilegedSYNFlood(t *testing.T) {
 			continue
 		}
 		t.Run("ustack-"+mode, func(t *testing.T) {
-			p, s := newVethStack(t, vethtest.Options{}, Config{SynCookies: mode})
+			p, s := newVethStack(t, vethtest.Options{}, Config{SynCookies: SynCookieMode(mode)})
 			ln, err := s.Listen("tcp", ":7")
 			if err != nil {
 				t.Fatal(err)
@@ -217,10 +217,10 @@ func TestPrivilegedSYNFlood(t *testing.T) {
 			busy, _ := st.WorkerTime()
 			busy0, _ := before.WorkerTime()
 			busy -= busy0
-			segs := st.TCPSegmentsReceived - before.TCPSegmentsReceived
-			syns := st.TCPSynCookiesSent + st.TCPSynMissCookie - before.TCPSynCookiesSent - before.TCPSynMissCookie
+			segs := st.TCP.SegmentsReceived - before.TCP.SegmentsReceived
+			syns := st.Syn.CookiesSent + st.Syn.MissCookie - before.Syn.CookiesSent - before.Syn.MissCookie
 			t.Logf("legitimate connections: %v; over %v ustack received %d TCP segments (%d SYNs to the listener, %d answered by the worker) and the kernel dropped %d frames at the fill ring; process CPU %v (%.0f%% of one CPU), %.2f µs per segment received; the worker busy %v (%.0f%%), %.2f µs per segment",
-				r, r.wall.Round(time.Millisecond), segs, syns, st.TCPSynsOnWorker-before.TCPSynsOnWorker, fillEmpty, cpu.Round(time.Millisecond),
+				r, r.wall.Round(time.Millisecond), segs, syns, st.Syn.OnWorker-before.Syn.OnWorker, fillEmpty, cpu.Round(time.Millisecond),
 				100*cpu.Seconds()/r.wall.Seconds(), float64(cpu.Microseconds())/float64(max(segs, 1)),
 				busy.Round(time.Millisecond), 100*busy.Seconds()/r.wall.Seconds(), float64(busy.Nanoseconds())/1e3/float64(max(segs, 1)))
 			t.Log(st.Summary())
@@ -233,8 +233,8 @@ func TestPrivilegedSYNFlood(t *testing.T) {
 			if segs < 10000 {
 				t.Errorf("only %d TCP segments reached ustack: the flood did not flood", segs)
 			}
-			if mode == "always" && st.TCPSynsOnWorker-before.TCPSynsOnWorker < segs/4 {
-				t.Errorf("the worker answered %d of %d SYNs, want the flood's", st.TCPSynsOnWorker-before.TCPSynsOnWorker, syns)
+			if mode == "always" && st.Syn.OnWorker-before.Syn.OnWorker < segs/4 {
+				t.Errorf("the worker answered %d of %d SYNs, want the flood's", st.Syn.OnWorker-before.Syn.OnWorker, syns)
 			}
 		})
 	}
@@ -291,11 +291,11 @@ func TestPrivilegedSYNFloodOffLink(t *testing.T) {
 		for i, q := range st.Queues {
 			fillEmpty += q.XSK.FillRingEmpty - before.Queues[i].XSK.FillRingEmpty
 		}
-		segs := st.TCPSegmentsReceived - before.TCPSegmentsReceived
-		worker := st.TCPSynsOnWorker - before.TCPSynsOnWorker
-		route := st.TCPSynMissRoute - before.TCPSynMissRoute
+		segs := st.TCP.SegmentsReceived - before.TCP.SegmentsReceived
+		worker := st.Syn.OnWorker - before.Syn.OnWorker
+		route := st.Syn.MissRoute - before.Syn.MissRoute
 		t.Logf("legitimate connections: %v; ustack received %d TCP segments, answered %d SYNs on the worker (%d behind on the RX ring), left %d to netstack for want of a route and %d for the router's MAC; the kernel dropped %d frames at the fill ring",
-			r, segs, worker, st.TCPSynsOnWorkerPressure-before.TCPSynsOnWorkerPressure, route, st.TCPSynMissUnresolved-before.TCPSynMissUnresolved, fillEmpty)
+			r, segs, worker, st.Syn.OnWorkerPressure-before.Syn.OnWorkerPressure, route, st.Syn.MissUnresolved-before.Syn.MissUnresolved, fillEmpty)
 		t.Log(st.Summary())
 		for _, err := range r.failed {
 			t.Errorf("legitimate connection during the flood: %v", err)

@@ -50,14 +50,14 @@ func TestMemTimeWaitBounded(t *testing.T) {
 	// overflow short, so wait for a count within the bound.
 	var st Stats
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if st = mp.b.Stats(); st.TCPTimeWait+st.TCPTimeWaitOverflows == n && st.TCPTimeWait <= max {
+		if st = mp.b.Stats(); st.TCP.TimeWait+st.TCP.TimeWaitOverflows == n && st.TCP.TimeWait <= max {
 			break
 		}
 	}
-	if st.TCPTimeWait != max || st.TCPTimeWaitOverflows != n-max {
-		t.Fatalf("server: %d in TIME-WAIT and %d closed without it, want %d and %d", st.TCPTimeWait, st.TCPTimeWaitOverflows, max, n-max)
+	if st.TCP.TimeWait != max || st.TCP.TimeWaitOverflows != n-max {
+		t.Fatalf("server: %d in TIME-WAIT and %d closed without it, want %d and %d", st.TCP.TimeWait, st.TCP.TimeWaitOverflows, max, n-max)
 	}
-	if a := mp.a.Stats(); a.TCPTimeWait != 0 {
-		t.Errorf("client (the passive closer) has %d connections in TIME-WAIT", a.TCPTimeWait)
+	if a := mp.a.Stats(); a.TCP.TimeWait != 0 {
+		t.Errorf("client (the passive closer) has %d connections in TIME-WAIT", a.TCP.TimeWait)
 	}
 }

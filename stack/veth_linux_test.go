@@ -107,12 +107,12 @@ func TestPrivilegedKernelClientUstackServer(t *testing.T) {
 				c.Close()
 			}
 			st := s.Stats()
-			if st.TCPPassiveOpens < 2 || st.Steering[bpf.RedirectPort] == 0 || st.Steering[bpf.RedirectNeigh] == 0 {
+			if st.TCP.PassiveOpens < 2 || st.Steering[bpf.RedirectPort] == 0 || st.Steering[bpf.RedirectNeigh] == 0 {
 				t.Errorf("stats after two echo sessions: %+v", st)
 			}
 			q := st.Queues[0]
-			if st.TCPChecksumErrors != 0 || q.RxBadChecksum != 0 {
-				t.Errorf("checksum errors: netstack %d, worker %d", st.TCPChecksumErrors, q.RxBadChecksum)
+			if st.TCP.ChecksumErrors != 0 || q.RxBadChecksum != 0 {
+				t.Errorf("checksum errors: netstack %d, worker %d", st.TCP.ChecksumErrors, q.RxBadChecksum)
 			}
 			if partial := q.RxPartialChecksum; csumOff && partial != 0 || !csumOff && partial < 400 {
 				t.Errorf("%d partial checksums accepted with the kernel's TX checksum offload off=%v", partial, csumOff)
@@ -408,7 +408,7 @@ func TestPrivileged1000Connections(t *testing.T) {
 	// All have echoed and none is closed yet: ustack holds them all at
 	// once. (Checked only now: a kernel dial returns before ustack has
 	// processed the handshake's final ACK.)
-	if est := s.Stats().TCPCurrentEstablished; est < n {
+	if est := s.Stats().TCP.CurrentEstablished; est < n {
 		t.Fatalf("%d connections established in ustack, want %d", est, n)
 	}
 }

@@ -61,7 +61,7 @@ func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func() (woke boo
 	p.Init(c.s.ep.Ready(), func() { c.pollRead(p) }, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
 	c.poll.Store(p)
 	c.wq.EventRegister(p.Entry())
-	if !c.s.cfg.NoFastPath {
+	if !c.s.cfg.Debug.NoFastPath {
 		p.fast.Take = func(b []byte) bool { return c.placeDirect(p, b) }
 		p.fast.Taken = func(b []byte, d gstack.Deferrer) { c.placedDirect(p, d) }
 		p.fast.Left = &c.s.pollLeft

@@ -113,7 +113,17 @@ func (f *stackFlags) config() (stack.Config, error) {
 		return stack.Config{}, fmt.Errorf("-umem %d: too large", f.umemMiB)
 	}
 	cfg := stack.Config{Interface: f.iface, Addrs: prefixes, Poll: poll, Queues: f.queues, Pin: f.pin, RxRingSize: uint32(f.rxRing), UMEMSize: int(f.umemMiB) << 20,
-		NoTxChecksum: f.noTxChecksum, NoGSO: f.noGSO, NoGRO: f.noGRO, CongestionControl: f.cc, SynCookies: f.synCookies}
+		Debug: stack.Debug{NoTxChecksum: f.noTxChecksum, NoGSO: f.noGSO, NoGRO: f.noGRO}}
+	if f.cc != "" {
+		if cfg.CongestionControl, err = stack.ParseCongestionControl(f.cc); err != nil {
+			return stack.Config{}, fmt.Errorf("-cc: %w", err)
+		}
+	}
+	if f.synCookies != "" {
+		if cfg.SynCookies, err = stack.ParseSynCookieMode(f.synCookies); err != nil {
+			return stack.Config{}, fmt.Errorf("-syn-cookies: %w", err)
+		}
+	}
 	if f.gateways != "" {
 		for _, s := range strings.Split(f.gateways, ",") {
 			gw, err := netip.ParseAddr(strings.TrimSpace(s))

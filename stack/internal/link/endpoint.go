@@ -39,10 +39,10 @@ type queue struct {
 	io frameio.IO // the chain the worker and writers drive (stack's middleware)
 
 	rxDescs [BatchSize]xsk.Desc // worker only
-	// Worker only: the batch's verdicts, and GRO's scratch.
-	rxValid   [BatchSize]uint8
-	groSegs   []offload.Seg
-	groFrames [BatchSize][]byte
+	// Worker only: the batch's frames and verdicts, and GRO's scratch.
+	rxFrames [BatchSize][]byte
+	rxValid  [BatchSize]uint8
+	groSegs  []offload.Seg
 	// deferred collects the TCP endpoints an RX batch touched, for the
 	// worker to process once the whole batch is delivered (worker only).
 	deferred deferred

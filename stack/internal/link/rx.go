@@ -53,7 +53,22 @@ func (e *Endpoint) loadDispatcher() gstack.NetworkDispatcher {
 	return d
 }
 
-// worker runs one queue's RX loop until the endpoint stops.
+// workerState is what a worker's loop carries from one turn to the next.
+type workerState struct {
+	idle      int       // empty polls in a row
+	idleSince time.Time // when the idle spell began (Adaptive)
+	behind    int       // loops in a row that left a full batch on the RX ring
+	// yieldEvery is idleYieldEvery for the process as it was when last
+	// read: runtime.GOMAXPROCS takes the scheduler's lock, so the worker
+	// reads it when it starts and then only every osYield empty polls,
+	// not at every request.
+	yieldEvery int
+}
+
+// worker runs one queue's RX loop until the endpoint stops. Each turn
+// kicks what writers queued and serves connections made readable
+// (startTurn), then either handles what the RX ring holds (received) or
+// waits for more as the polling policy says (idleTurn).
 func (e *Endpoint) worker(i int, q *queue) {
 	defer e.wg.Done()
 	if e.pin {
@@ -62,147 +77,173 @@ func (e *Endpoint) worker(i int, q *queue) {
 		runtime.LockOSThread()
 		pinToCPU(i % runtime.NumCPU())
 	}
-	var idleSince time.Time
-	idle := 0
-	behind := 0 // loops in a row that left a full batch on the RX ring
-	// runtime.GOMAXPROCS takes the scheduler's lock: read it when the
-	// worker starts and then only every osYield empty polls, not at every
-	// request.
-	yieldEvery := idleYieldEvery(runtime.GOMAXPROCS(0), len(e.queues))
+	w := workerState{yieldEvery: idleYieldEvery(runtime.GOMAXPROCS(0), len(e.queues))}
 	q.startWorker(e.poll != Blocking)
 	defer q.stopSpinning()
 	for !e.stop.Load() {
-		// start is when this loop's work began (busyClock), zero while
+		// start is when this turn's work began (busyClock), zero while
 		// it has found none: an empty poll reads no clock.
-		var start time.Duration
-		if q.io.TxQueued() != 0 {
-			start = busyClock()
-			q.kickFrom(start)
-		}
-		if e.ready.n.Load() > 0 {
-			// Connections a timer or an application's call made readable.
+		start := e.startTurn(q)
+		if n := q.io.Receive(q.rxDescs[:]); n > 0 {
 			if start == 0 {
 				start = busyClock()
 			}
-			e.ready.drain()
-		}
-		n := q.io.Receive(q.rxDescs[:])
-		if n > 0 {
-			if start == 0 {
-				start = busyClock()
-			}
-			if t := e.trace; t != nil {
-				t.Rx()
-			}
-			q.deferred.solo = n == 1
-			e.deliverBatch(q, q.rxDescs[:n])
-			q.deferred.solo = false
-			q.io.Recycle(q.rxDescs[:n])
-			// A full batch leaves more on the ring, under load most
-			// often the rest of a burst of ACKs: take it too before
-			// TCP runs, so that loss detection and sending act on
-			// everything the peer has reported rather than on the
-			// first batch's stale view (netstack defers them to a
-			// connection's last queued segment). deliverBatch copied
-			// the frames, so they are recycled at once.
-			for b := 1; n == BatchSize && b < maxRxBatches; b++ {
-				if h := e.betweenRxBatches.Load(); h != nil {
-					(*h)()
-				}
-				if n = q.io.Receive(q.rxDescs[:]); n > 0 {
-					e.deliverBatch(q, q.rxDescs[:n])
-					q.io.Recycle(q.rxDescs[:n])
-				}
-			}
-			yielded := false
-			if late := q.deferred.late; late && n < BatchSize && q.takeWoke() {
-				// The fast path's receive queued requests for
-				// application goroutines and readied them, leaving the
-				// ACKs the segments carried to runDeferred (netstack's
-				// runLateAckLocked): let them read and write their
-				// replies here and now, most likely from this P's
-				// runnext, kick the replies, then do the batch's
-				// deferred work, which their replies no longer wait
-				// for. (A full batch, most likely part of a burst,
-				// goes straight on to its deferred work, as below.)
-				if t := e.trace; t != nil {
-					t.Processed()
-				}
-				yielded = true
-				q.rxYields.Add(1)
-				start = q.yield(q.addBusy(start))
-				q.flushTx()
-			}
-			q.deferred.late = false
-			q.runDeferred()
-			e.promote(q)
-			if e.ready.n.Load() > 0 {
-				// Worker-read connections the processing made readable
-				// (PollOnWorker): their consumers run here too.
-				e.ready.drain()
-			}
-			if t := e.trace; t != nil && !yielded {
-				t.Processed()
-			}
-			idle = 0
-			if n == BatchSize && behind < maxBehindSkips {
-				// The worker took maxRxBatches full batches, so more
-				// most likely wait on the RX ring: it is behind (a
-				// burst of connections, a flood). A yield now would
-				// queue it behind every goroutine its batches readied
-				// while the ring fills and the fill ring runs dry; the
-				// goroutines get their turn within maxBehindSkips
-				// loops, the woke flag kept for it.
-				behind++
-				q.addBusy(start)
-				continue
-			}
-			behind = 0
-			now := q.addBusy(start)
-			if q.takeWoke() {
-				// The TCP processing in runDeferred readied the
-				// application goroutines it had data for, most likely
-				// into this P's runnext: let them run (and write their
-				// replies before the next kick) here and now rather
-				// than wait to be stolen.
-				q.rxYields.Add(1)
-				q.yield(now)
-			}
+			e.received(q, &w, start, n)
 			continue
 		}
 		if start != 0 {
 			q.addBusy(start)
 		}
-		behind = 0
-		if idle == 0 {
-			q.io.Refill()
+		e.idleTurn(q, &w)
+	}
+}
+
+// startTurn kicks the frames writers left on the TX queue and runs the
+// consumers of connections a timer or an application's call made
+// readable. It returns when that work began (busyClock), or zero if
+// there was none.
+func (e *Endpoint) startTurn(q *queue) time.Duration {
+	var start time.Duration
+	if q.io.TxQueued() != 0 {
+		start = busyClock()
+		q.kickFrom(start)
+	}
+	if e.ready.n.Load() > 0 {
+		if start == 0 {
+			start = busyClock()
 		}
-		idle++
-		if idle%osYield == 0 {
-			// Let other threads runnable on this CPU (softirq work, the
-			// peer process on a small machine) in: a spinning thread
-			// otherwise keeps them waiting until the scheduler tick.
-			osYieldNow()
-			yieldEvery = idleYieldEvery(runtime.GOMAXPROCS(0), len(e.queues))
+		e.ready.drain()
+	}
+	return start
+}
+
+// received handles a turn that found n frames on the RX ring, at work
+// since start: it delivers them (and the full batches behind them), lets
+// the readers the fast path woke reply, runs the batch's deferred TCP
+// work, and yields to the goroutines that work readied.
+func (e *Endpoint) received(q *queue, w *workerState, start time.Duration, n int) {
+	if t := e.trace; t != nil {
+		t.Rx()
+	}
+	n = e.takeBatches(q, n)
+	yielded := false
+	if q.deferred.late && n < BatchSize && q.takeWoke() {
+		// The fast path's receive queued requests for application
+		// goroutines and readied them, leaving the ACKs the segments
+		// carried to runDeferred (netstack's runLateAckLocked): let them
+		// read and write their replies here and now, most likely from
+		// this P's runnext, kick the replies, then do the batch's
+		// deferred work, which their replies no longer wait for. (A full
+		// batch, most likely part of a burst, goes straight on to its
+		// deferred work, as below.)
+		if t := e.trace; t != nil {
+			t.Processed()
 		}
-		switch e.poll {
-		case Spin:
-			if idle%yieldEvery == 0 {
-				q.yield(busyClock())
-			}
-		case Adaptive:
-			if idle == 1 {
-				idleSince = time.Now()
-			}
-			if idle%64 == 0 && time.Since(idleSince) > e.spinBudget {
-				q.sleep(&e.ready)
-				idle = 0
-			} else if idle%yieldEvery == 0 {
-				q.yield(busyClock())
-			}
-		case Blocking:
-			q.wait(&e.ready)
+		yielded = true
+		q.rxYields.Add(1)
+		start = q.yield(q.addBusy(start))
+		q.flushTx()
+	}
+	q.deferred.late = false
+	q.runDeferred()
+	e.promote(q)
+	if e.ready.n.Load() > 0 {
+		// Worker-read connections the processing made readable
+		// (PollOnWorker): their consumers run here too.
+		e.ready.drain()
+	}
+	if t := e.trace; t != nil && !yielded {
+		t.Processed()
+	}
+	w.idle = 0
+	e.endBusyTurn(q, w, start, n)
+}
+
+// takeBatches delivers the n frames the worker received and recycles
+// them, then, while each batch was full, up to maxRxBatches in all. A
+// full batch leaves more on the ring, under load most often the rest of
+// a burst of ACKs: the worker takes it too before TCP runs, so that loss
+// detection and sending act on everything the peer has reported rather
+// than on the first batch's stale view (netstack defers them to a
+// connection's last queued segment). deliverBatch copied the frames, so
+// they are recycled at once. It returns the size of the last batch.
+func (e *Endpoint) takeBatches(q *queue, n int) int {
+	q.deferred.solo = n == 1
+	e.deliverBatch(q, q.rxDescs[:n])
+	q.deferred.solo = false
+	q.io.Recycle(q.rxDescs[:n])
+	for b := 1; n == BatchSize && b < maxRxBatches; b++ {
+		if h := e.betweenRxBatches.Load(); h != nil {
+			(*h)()
 		}
+		if n = q.io.Receive(q.rxDescs[:]); n > 0 {
+			e.deliverBatch(q, q.rxDescs[:n])
+			q.io.Recycle(q.rxDescs[:n])
+		}
+	}
+	return n
+}
+
+// endBusyTurn ends a turn that received frames, the last batch n of
+// them: it counts the busy time since start and yields to the
+// goroutines the turn woke, unless the worker is behind.
+func (e *Endpoint) endBusyTurn(q *queue, w *workerState, start time.Duration, n int) {
+	if n == BatchSize && w.behind < maxBehindSkips {
+		// The worker took maxRxBatches full batches, so more most
+		// likely wait on the RX ring: it is behind (a burst of
+		// connections, a flood). A yield now would queue it behind
+		// every goroutine its batches readied while the ring fills and
+		// the fill ring runs dry; the goroutines get their turn within
+		// maxBehindSkips turns, the woke flag kept for it.
+		w.behind++
+		q.addBusy(start)
+		return
+	}
+	w.behind = 0
+	now := q.addBusy(start)
+	if q.takeWoke() {
+		// The TCP processing in runDeferred readied the application
+		// goroutines it had data for, most likely into this P's
+		// runnext: let them run (and write their replies before the
+		// next kick) here and now rather than wait to be stolen.
+		q.rxYields.Add(1)
+		q.yield(now)
+	}
+}
+
+// idleTurn ends a turn that found the RX ring empty: it refills the fill
+// ring once per idle spell, lets other threads and goroutines run now
+// and then, and spins, sleeps or blocks as the polling policy says.
+func (e *Endpoint) idleTurn(q *queue, w *workerState) {
+	w.behind = 0
+	if w.idle == 0 {
+		q.io.Refill()
+	}
+	w.idle++
+	if w.idle%osYield == 0 {
+		// Let other threads runnable on this CPU (softirq work, the
+		// peer process on a small machine) in: a spinning thread
+		// otherwise keeps them waiting until the scheduler tick.
+		osYieldNow()
+		w.yieldEvery = idleYieldEvery(runtime.GOMAXPROCS(0), len(e.queues))
+	}
+	switch e.poll {
+	case Spin:
+		if w.idle%w.yieldEvery == 0 {
+			q.yield(busyClock())
+		}
+	case Adaptive:
+		if w.idle == 1 {
+			w.idleSince = time.Now()
+		}
+		if w.idle%64 == 0 && time.Since(w.idleSince) > e.spinBudget {
+			q.sleep(&e.ready)
+			w.idle = 0
+		} else if w.idle%w.yieldEvery == 0 {
+			q.yield(busyClock())
+		}
+	case Blocking:
+		q.wait(&e.ready)
 	}
 }
 
@@ -242,26 +283,33 @@ func (q *queue) addBusy(start time.Duration) time.Duration {
 // offload does not check (ARP, ICMP, fragments, IPv6 extension headers)
 // go to netstack unmarked, and netstack checks them. With GRO, runs of
 // verified in-order segments of one TCP flow are first merged into one
-// packet (offload.ParseTCP, Follows, Merge), copied once as well.
+// packet (offload.FindRun, offload.Merge), copied once as well.
 func (e *Endpoint) deliverBatch(q *queue, descs []xsk.Desc) {
 	d := e.loadDispatcher()
 	if d == nil {
 		return
 	}
-	valid := q.rxValid[:len(descs)]
+	frames, valid := q.rxFrames[:len(descs)], q.rxValid[:len(descs)]
 	for i := range descs {
-		valid[i] = e.verify(q, q.io.Data(descs[i]))
+		frames[i] = q.io.Data(descs[i])
+		valid[i] = e.verify(q, frames[i])
 	}
-	for i := 0; i < len(descs); {
-		if n := e.coalesce(q, d, descs[i:], valid[i:]); n > 0 {
+	end := 0 // frames[i:end] are all verified
+	for i := 0; i < len(frames); {
+		if end <= i {
+			for end = i; end < len(frames) && valid[end] == rxValid; end++ {
+			}
+		}
+		if n := e.coalesce(q, d, frames[i:end]); n > 0 {
 			i += n
 			continue
 		}
 		if valid[i] != rxDrop {
-			e.deliverFrame(q, d, q.io.Data(descs[i]), valid[i] == rxValid)
+			e.deliverFrame(q, d, frames[i], valid[i] == rxValid)
 		}
 		i++
 	}
+	clear(frames)
 	q.rxPackets.Add(uint64(len(descs)))
 }
 
@@ -355,40 +403,20 @@ func (e *Endpoint) dispatch(q *queue, d gstack.NetworkDispatcher, payload buffer
 	pkt.DecRef()
 }
 
-// coalesce merges the run of TCP segments that starts at descs[0], if
-// GRO is on and the run has more than one, delivers the merged packet and
-// returns how many frames it took; 0 otherwise.
-func (e *Endpoint) coalesce(q *queue, d gstack.NetworkDispatcher, descs []xsk.Desc, valid []uint8) int {
-	if !e.gro || len(descs) < 2 || valid[0] != rxValid || valid[1] != rxValid {
+// coalesce merges the run of TCP segments that starts at frames[0] (all
+// of them verified), if GRO is on and the run has more than one,
+// delivers the merged packet and returns how many frames it took; 0
+// otherwise.
+func (e *Endpoint) coalesce(q *queue, d gstack.NetworkDispatcher, frames [][]byte) int {
+	if !e.gro {
 		return 0
 	}
-	first := q.io.Data(descs[0])
-	f, ok := offload.ParseTCP(first)
-	if !ok {
+	segs := offload.FindRun(q.groSegs, frames)
+	if len(segs) < 2 {
 		return 0
-	}
-	segs := append(q.groSegs[:0], f)
-	size := f.Payload - ethHeaderLen + f.Len
-	for i := 1; i < len(descs) && valid[i] == rxValid; i++ {
-		data := q.io.Data(descs[i])
-		n, ok := offload.ParseTCP(data)
-		if !ok || !offload.Follows(first, f, segs[len(segs)-1], data, n, size) {
-			break
-		}
-		segs = append(segs, n)
-		size += n.Len
-	}
-	q.groSegs = segs[:0]
-	if len(segs) == 1 {
-		return 0
-	}
-	frames := q.groFrames[:len(segs)]
-	for i := range frames {
-		frames[i] = q.io.Data(descs[i])
 	}
 	v := buffer.NewViewUnzeroed(offload.MergedLen(segs)) // Merge writes it all
 	offload.Merge(v.AsSlice(), frames, segs)
-	clear(frames)
 	q.rxCoalesced.Add(uint64(len(segs) - 1))
 	if e.demux != nil && !e.handOff && e.demux.deliver(q, v.AsSlice(), v) {
 		return len(segs)
