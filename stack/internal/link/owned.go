@@ -103,6 +103,12 @@ type owned struct {
 
 	clock  tcpip.Clock
 	delack uint32 // µs an owed ACK may wait for a reply (0: none)
+	// rxClock is the Clock of the segment the worker is giving an owner
+	// (inRx, rxOwner: whose), for the owner's writes during the call.
+	// Worker only.
+	rxClock fastflow.Clock
+	inRx    bool
+	rxOwner Owner
 	// chaos, if set, is asked before each segment whether to demote the
 	// connection first (tests: demotions at random points).
 	chaos func() bool
@@ -416,15 +422,16 @@ func (q *queue) ownedReceive(e *Owned, frame []byte) bool {
 	}
 	f := o.slab.Flow(e.idx)
 	clk, _ := o.now()
+	// The handler's writes during Traffic take this reading too: one
+	// clock read per segment.
+	o.rxClock, o.inRx, o.rxOwner = clk, true, owner
+	defer func() { o.inRx, o.rxOwner = false, nil }()
 	in, r := f.Receive(frame, clk)
 	if r != fastflow.OK {
 		e.demote(int(r))
 		return false
 	}
 	o.segsIn.Add(1)
-	if in.Acked > 0 && f.InFlight() == 0 && f.Unsent() == 0 {
-		e.dropRing()
-	}
 	if len(in.Payload) > 0 {
 		o.bytesIn.Add(uint64(len(in.Payload)))
 		owner.Traffic(in.Payload)
@@ -471,7 +478,10 @@ func (e *Owned) Write(b []byte) int {
 		e.ring, e.hasRing = ring, true
 	}
 	n, r := f.Write(o.slab.Ring(e.ring), b)
-	clk, _ := o.now()
+	clk := o.rxClock
+	if !o.inRx || e.q.own.rxOwner != e.owner {
+		clk, _ = o.now()
+	}
 	if !e.send(clk) {
 		return n
 	}
@@ -546,9 +556,9 @@ func (e *Owned) send(clk fastflow.Clock) bool {
 	return true
 }
 
-// dropRing gives the flow's send ring back once it holds nothing: a
-// request/response flow holds one only while a reply is in flight.
-// Under the owner's lock.
+// dropRing gives the flow's send ring back once it holds nothing: the
+// queue's timer finds idle flows, so a connection holds a ring only
+// while it is busy. Under the owner's lock.
 func (e *Owned) dropRing() {
 	if !e.hasRing {
 		return
@@ -750,6 +760,12 @@ func (q *queue) ownedDeadlines(e *Owned) {
 	}
 	if owed, due := f.AckOwed(); owed && int32(clk.Us-due) >= 0 {
 		e.ack(clk)
+	}
+	if f.InFlight() == 0 && f.Unsent() == 0 {
+		// Idle since at least the last deadline: the ring goes back
+		// (kept between a flow's requests, so as not to take and give
+		// it back per reply).
+		e.dropRing()
 	}
 	o.arm(e, clk)
 }
