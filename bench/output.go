@@ -324,6 +324,12 @@ func (r *report) printTargets(w io.Writer) {
 		}
 		return math.NaN()
 	}
+	core := func(c string) float64 {
+		if x := r.find(c, "rate", 0); x != nil && x.ServerCoreUsPerReq > 0 {
+			return x.ServerCoreUsPerReq
+		}
+		return math.NaN()
+	}
 	stage := func(c, name string) float64 {
 		if x := r.find(c, "pingpong", 64); x != nil {
 			for _, s := range x.Breakdown {
@@ -378,6 +384,10 @@ func (r *report) printTargets(w io.Writer) {
 		{"ustack-ustack-handler p50 ≤ 1.3× floor-floor", p("ustack-ustack-handler", p50) / p("floor-floor", p50), 1.3, true},
 		{"ustack-ustack-handler p50 ≤ 1.1× floor-floor-tcp", p("ustack-ustack-handler", p50) / p("floor-floor-tcp", p50), 1.1, true},
 		{"ustack-ustack-handler requests/s ≥ 0.6× floor-floor", val("ustack-ustack-handler", "rate") / val("floor-floor", "rate"), 0.6, false},
+		// Against its before in the same run (both ends on netstack's
+		// fast path): the workers' time per request, kicks apart.
+		{"ustack-ustack-handler worker µs/request ≤ 0.5× netstack's", core("ustack-ustack-handler") / core("ustack-ustack-handler-netstack"), 0.5, true},
+		{"ustack-ustack-handler p50 ≤ 1.0× netstack's", p("ustack-ustack-handler", p50) / p("ustack-ustack-handler-netstack", p50), 1, true},
 		{"ustack-ustack p50 ≤ 1.5× floor-floor", p("ustack-ustack", p50) / p("floor-floor", p50), 1.5, true},
 		{"ustack-ustack-handler requests/s ≥ 2.5× kernel", val("ustack-ustack-handler", "rate") / val("kernel", "rate"), 2.5, false},
 		{"ustack-handler requests/s ≥ 1.3× kernel", val("ustack-handler", "rate") / val("kernel", "rate"), 1.3, false},

@@ -77,7 +77,7 @@ func serveMain(args []string) error {
 	poll := fs.String("poll", "spin", "ustack polling policy")
 	port := fs.Int("port", 7000, "port")
 	upstream := fs.Bool("upstream", false, "ustack with upstream netstack's hand-offs and immediate ACKs")
-	offload := fs.String("offload", "", "ustack offload setting: \"\" (the defaults), no-gro, no-gso or no-tx-checksum")
+	offload := fs.String("offload", "", "ustack offload setting: \"\" (the defaults), no-gro, no-gso, no-tx-checksum, or netstack-fast-path (Config.Debug.NetstackFastPath)")
 	delay := fs.Duration("delay", 0, "the floor's processing time per batch (busy-waited)")
 	handler := fs.Bool("handler", false, "ustack: echo and discard servers on the handler API")
 	fresh := fs.Bool("fresh", false, "floor: TCP echoes copied into fresh frames (reflector.Floor.Fresh)")
@@ -178,7 +178,7 @@ type rttQuantiles struct {
 // then) and finally the result as JSON.
 func clientMain(args []string) error {
 	fs := flag.NewFlagSet("client", flag.ContinueOnError)
-	dialKind := fs.String("dial", "kernel", "kernel, busypoll, ustack, ustack-handler (ping-pong and rate from handlers on a ustack client), floor (UDP) or floor-tcp (TCP-shaped, stateless)")
+	dialKind := fs.String("dial", "kernel", "kernel, busypoll, ustack, ustack-handler (ping-pong and rate from handlers on a ustack client), ustack-handler-netstack (the same on netstack's fast path), floor (UDP) or floor-tcp (TCP-shaped, stateless)")
 	iface := fs.String("iface", "", "interface (ustack client)")
 	addr := fs.String("addr", "", "echo server address")
 	bulkAddr := fs.String("bulk-addr", "", "discard server address (bulk)")
@@ -212,7 +212,7 @@ func clientMain(args []string) error {
 		}
 		defer c.Close()
 		pingPong := func(cfg echo.PingPongConfig) (*hist.Histogram, error) { return echo.PingPong(ctx, c, cfg) }
-		if *dialKind == "ustack-handler" {
+		if handlerClient(*dialKind) {
 			// The handler client dials a connection of its own; the one
 			// above only proves the server is there.
 			pingPong = func(cfg echo.PingPongConfig) (*hist.Histogram, error) {
@@ -289,7 +289,7 @@ func clientMain(args []string) error {
 		rc := echo.RateConfig{Network: *proto, Address: *addr, Conns: *conns, Size: *size, Pipeline: *pipeline, Duration: *duration, Warmup: 500 * time.Millisecond}
 		rate := func() (int64, time.Duration, error) { return echo.Rate(ctx, dial, rc) }
 		switch *dialKind {
-		case "ustack-handler":
+		case "ustack-handler", "ustack-handler-netstack":
 			rate = func() (int64, time.Duration, error) { return echohandler.Rate(ctx, clientStack, rc) }
 		case "floor":
 			// One AF_XDP socket with a flow per connection, each
@@ -436,15 +436,17 @@ func clientDialer(kind, iface string) (dial echo.Dialer, closeDial func(), xdpMo
 			}
 			return newBusyConn(c)
 		}, func() {}, "", nil
-	case "ustack", "ustack-handler":
-		s, err := stack.New(stack.Config{
+	case "ustack", "ustack-handler", "ustack-handler-netstack":
+		cfg := stack.Config{
 			Interface: iface,
 			Addrs:     []netip.Prefix{netip.PrefixFrom(clientUstackIPv4, vethtest.PrefixLen4)},
 			Poll:      stack.Spin,
 			// The client's breakdown, with the server's, accounts for
 			// a ustack-ustack round trip (as the server's, sampled).
 			Trace: true,
-		})
+		}
+		cfg.Debug.NetstackFastPath = kind == "ustack-handler-netstack"
+		s, err := stack.New(cfg)
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -473,6 +475,12 @@ func clientDialer(kind, iface string) (dial echo.Dialer, closeDial func(), xdpMo
 		}, func() {}, bpf.AttachNative.String(), nil
 	}
 	return nil, nil, "", fmt.Errorf("unknown dialer %q", kind)
+}
+
+// handlerClient reports whether a -dial kind sends from handlers on a
+// ustack client.
+func handlerClient(kind string) bool {
+	return kind == "ustack-handler" || kind == "ustack-handler-netstack"
 }
 
 // clientStack is a ustack client's stack (-dial ustack or ustack-handler).

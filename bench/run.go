@@ -96,6 +96,10 @@ var allContenders = []contender{
 	// requests are sent from handlers on its worker too.
 	{Name: "ustack-handler", Record: true, Server: "ustack", Poll: "spin", Handler: true, Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk", "conns"}},
 	{Name: "ustack-ustack-handler", Record: true, Server: "ustack", Poll: "spin", Handler: true, Client: "ustack-handler", Proto: "tcp", Target: "ustack", Workloads: pingpongRate},
+	// The same with both ends' handler connections left to netstack's
+	// fast path (Config.Debug.NetstackFastPath): the owned fast path's
+	// before, in the same run.
+	{Name: "ustack-ustack-handler-netstack", Record: true, Server: "ustack", Poll: "spin", Handler: true, Client: "ustack-handler-netstack", Proto: "tcp", Target: "ustack", Workloads: pingpongRate, Offload: "netstack-fast-path"},
 	// The floors: raw AF_XDP packet code, no TCP/IP stack. floor answers
 	// a kernel client's UDP ping-pong, sinks what a kernel UDP socket
 	// blasts at it (bulk) and streams MTU-sized datagrams to one that
@@ -184,7 +188,7 @@ func contenderNamed(name string) *contender {
 // other kernel sockets, floor); for a bulk transfer, the floor's in the
 // same direction. "" where there is none.
 func floorOf(c contender, workload string) string {
-	xdpClient := c.Client == "ustack" || c.Client == "ustack-handler" || c.Client == "floor" || c.Client == "floor-tcp"
+	xdpClient := c.Client == "ustack" || handlerClient(c.Client) || c.Client == "floor" || c.Client == "floor-tcp"
 	switch workload {
 	case "pingpong":
 		switch {

@@ -98,6 +98,8 @@ func startServer(contender, iface, poll string, port uint16, upstream, handler b
 			cfg.Debug.NoTxChecksum = true
 		case "no-gro":
 			cfg.Debug.NoGRO = true
+		case "netstack-fast-path":
+			cfg.Debug.NetstackFastPath = true
 		default:
 			return nil, "", fmt.Errorf("unknown offload setting %q", offload)
 		}
