@@ -140,6 +140,14 @@ func serveMain(args []string) error {
 			fmt.Printf("TRACE %s\n", b)
 		}
 	}
+	// A lab aid: the ustack server's counters as it ends, to a file
+	// per server child.
+	if dir := os.Getenv("USTACK_BENCH_STATS"); dir != "" && servedStack != nil {
+		name := filepath.Join(dir, fmt.Sprintf("%s-%d.txt", *contender, os.Getpid()))
+		if err := os.WriteFile(name, []byte(servedStack.Stats().Summary()), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "bench serve: USTACK_BENCH_STATS: %v\n", err)
+		}
+	}
 	// Clean up, but not forever: gVisor's own endpoint can hang in its
 	// teardown. Exiting releases the sockets, UMEM and XDP link anyway.
 	done := make(chan struct{})
