@@ -84,10 +84,15 @@ type owned struct {
 	// segment up only when it is not zero.
 	n atomic.Int32
 
-	mu      sync.Mutex // guards table, entries' making and slab's free lists
-	table   map[ownKey]uint32
-	slab    *fastflow.Slab
-	entries [][]Owned // by flow index, in chunks made as needed
+	mu    sync.Mutex // guards table, the cache's writes and slab's free lists
+	table map[ownKey]*Owned
+	slab  *fastflow.Slab
+	// cache is a direct-mapped view of table for the worker's lookups
+	// without the lock: written under mu as table changes, read with
+	// atomics. A connection found there may have been demoted since (its
+	// Owned's live, under the owner's lock, says); promotions happen on
+	// the worker only, so none can come between a lookup and its use.
+	cache [ownCacheSize]atomic.Pointer[Owned]
 
 	// cands are the connections the worker's batch delivered segments
 	// for whose owners could be promoted (worker only).
@@ -140,16 +145,13 @@ const numOwnReasons = numOwnReasonsEnd - fastflow.NumReasons
 // reasons, then DemoteTimeout, DemoteClose and DemoteOwner.
 const NumDemoteReasons = fastflow.NumReasons + numOwnReasons
 
-// ownedChunk is how many entries are made at once.
-const ownedChunk = 64
+// ownCacheSize is the number of slots of owned.cache.
+const ownCacheSize = 256
 
-// entry returns flow idx's entry, making its chunk if need be (under mu).
-func (o *owned) entry(idx uint32) *Owned {
-	c := &o.entries[idx/ownedChunk]
-	if *c == nil {
-		*c = make([]Owned, ownedChunk)
-	}
-	return &(*c)[idx%ownedChunk]
+// slot is key's place in owned.cache.
+func (k *ownKey) slot() int {
+	h := uint32(k.rp)*0x9e3779b1 ^ uint32(k.lp)*0x85ebca6b ^ uint32(k.ra[3])*0xc2b2ae35 ^ uint32(k.ra[2])*0x27d4eb2f
+	return int(h>>24) % ownCacheSize
 }
 
 // ownCand is a promotion candidate: its endpoint and owner, and the MAC
@@ -328,8 +330,7 @@ func (f *Demux) promoteOne(q *queue, c *ownCand) {
 			o.promoteRefused[0].Add(1)
 			return
 		}
-		o.slab, o.table = s, make(map[ownKey]uint32)
-		o.entries = make([][]Owned, (OwnedSlab.Flows+ownedChunk-1)/ownedChunk)
+		o.slab, o.table = s, make(map[ownKey]*Owned)
 	}
 	idx, err := o.slab.Alloc()
 	var ring uint32
@@ -356,9 +357,11 @@ func (f *Demux) promoteOne(q *queue, c *ownCand) {
 		o.promoteRefused[0].Add(1)
 		return
 	}
-	e := o.entry(idx)
-	*e = Owned{q: q, idx: idx, ring: ring, hasRing: len(unacked) > 0, key: key, live: true, ep: c.ep, owner: c.owner}
-	o.table[key] = idx
+	// Made per promotion, never reused: a lookup without the lock may
+	// hold it after its demotion, and reads only its key and owner.
+	e := &Owned{q: q, idx: idx, ring: ring, hasRing: len(unacked) > 0, key: key, live: true, ep: c.ep, owner: c.owner}
+	o.table[key] = e
+	o.cache[key.slot()].Store(e)
 	o.n.Add(1)
 	o.mu.Unlock()
 	o.promotions.Add(1)
@@ -394,11 +397,14 @@ func (f *Demux) fastState(h *tcp.HandOver, c *ownCand) fastflow.State {
 // nil.
 func (q *queue) ownedLookup(key *ownKey) *Owned {
 	o := &q.own
+	slot := &o.cache[key.slot()]
+	if e := slot.Load(); e != nil && e.key == *key {
+		return e
+	}
 	o.mu.Lock()
-	idx, ok := o.table[*key]
-	var e *Owned
-	if ok {
-		e = o.entry(idx)
+	e := o.table[*key]
+	if e != nil {
+		slot.Store(e)
 	}
 	o.mu.Unlock()
 	return e
@@ -624,6 +630,7 @@ func (e *Owned) demote(reason int) {
 	e.live = false
 	o.mu.Lock()
 	delete(o.table, e.key)
+	o.cache[e.key.slot()].CompareAndSwap(e, nil)
 	o.slab.Free(e.idx)
 	if e.hasRing {
 		o.slab.FreeRing(e.ring)
@@ -723,8 +730,8 @@ func (q *queue) ownedTick() {
 	o := &q.own
 	o.mu.Lock()
 	live := make([]*Owned, 0, len(o.table))
-	for _, idx := range o.table {
-		live = append(live, o.entry(idx))
+	for _, e := range o.table {
+		live = append(live, e)
 	}
 	o.mu.Unlock()
 	for _, e := range live {
