@@ -17,6 +17,7 @@ package tcp
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/buffer"
@@ -75,9 +76,10 @@ type HandOver struct {
 	// RcvEdge is the right edge of the receive window already
 	// advertised (RCV.NXT plus RCV.WND as sent). It never moves left.
 	RcvEdge uint32
-	// RcvSpace is how many bytes beyond RCV.NXT the receiver accepts now:
-	// the window to advertise, unscaled, before the rule that RcvEdge
-	// never moves left.
+	// RcvSpace is how many bytes beyond RCV.NXT the receiver accepts now
+	// (its free buffer space, at most what a window field can say at
+	// RcvShift): the window to advertise, in bytes, before the rule that
+	// RcvEdge never moves left.
 	RcvSpace uint32
 	// RcvShift is our window scale.
 	RcvShift uint8
@@ -218,7 +220,7 @@ func (e *Endpoint) HandOut(buf []byte, maxSegs int) (HandOver, []byte, HandOutMi
 		Cwnd:        uint32(s.SndCwnd) * uint32(s.MaxPayloadSize),
 		RcvNxt:      uint32(r.RcvNxt),
 		RcvEdge:     uint32(r.rightEdge()),
-		RcvSpace:    uint32(e.selectWindow()),
+		RcvSpace:    min(uint32(e.selectWindow()), math.MaxUint16<<r.RcvWndScale),
 		RcvShift:    r.RcvWndScale,
 		TS:          e.SendTSOk,
 		TSRecent:    e.recentTimestamp(),
@@ -358,6 +360,9 @@ func (e *Endpoint) handOutCheckLocked(maxSegs int) HandOutMiss {
 // received; keepalive is restored; the unsent bytes go as the windows
 // allow; writers waiting are woken. netstack's counters do not count
 // the fast path's segments.
+//
+// TakeBack reads neither MSS, RcvSpace, TSVal, TTL nor TOS (netstack
+// has its own), and Now only as LastSend's fallback.
 //
 // On an error e stays parked and unchanged: ErrNotParked if e is not
 // parked, ErrBadHandOver (wrapped with the reason) if h is inconsistent.
