@@ -770,3 +770,44 @@ func BenchmarkHandOver(b *testing.B) {
 		})
 	}
 }
+
+// TestHandOverAdvancedFastRetransmit: taken back with three segments in
+// flight that a fast path sent past where netstack left SND.NXT, the
+// connection enters fast recovery on three duplicate ACKs (NewReno, no
+// SACK): TakeBack leaves RFC 6582's recovery point where netstack had it
+// (moved to SND.UNA, the duplicates would not count as new loss).
+func TestHandOverAdvancedFastRetransmit(t *testing.T) {
+	o := handOverOptions()
+	o.NoSACK = true
+	p, c, ep := handOverPeer(t, o)
+	p.exchange(c, 1, 1, []byte("request 1"), []byte("reply 1"))
+	p.Send(seg{Flags: "A", Seq: 10, Ack: 8})
+	p.ExpectNothing(20 * time.Millisecond)
+	h := handOutOK(t, ep, 8, nil)
+	now := h.Now
+	data := diffPayload(0, 300)
+	for i := range 3 {
+		h.InFlight = append(h.InFlight, tcp.HandOverSeg{End: h.SndNxt + uint32(100*(i+1)), At: now})
+	}
+	h.SndNxt += 300
+	if err := ep.TakeBack(&h, data, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := p.s.Stats().TCPFastRetransmits
+	p.SendBatch(seg{Flags: "A", Seq: 10, Ack: 8}, seg{Flags: "A", Seq: 10, Ack: 8}, seg{Flags: "A", Seq: 10, Ack: 8})
+	for {
+		s, ok := p.next(scriptWait)
+		if !ok {
+			t.Fatal("ustack did not resend the first segment")
+		}
+		if s.Seq == 8 && len(s.Payload) > 0 {
+			if !bytes.Equal(s.Payload, data[:100]) {
+				t.Fatalf("the retransmission carries %q, want %q", s.Payload, data[:100])
+			}
+			break
+		}
+	}
+	if n := p.s.Stats().TCPFastRetransmits - before; n != 1 {
+		t.Errorf("%d fast retransmits, want 1 (the retransmission was the timeout's)", n)
+	}
+}

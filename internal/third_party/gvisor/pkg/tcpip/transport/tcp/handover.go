@@ -441,7 +441,9 @@ func (e *Endpoint) takeBackLocked(h *HandOver, inflight, unsent []byte) error {
 	// No RTT measurement in flight: the next segment sent starts one.
 	s.RTTMeasureSeqNum = nxt
 	s.MaxSentAck = lastAck
-	s.FastRecovery.Last, s.FastRecovery.HighRxt, s.FastRecovery.RescueRxt = una-1, una-1, una-1
+	// FastRecovery's marks (RFC 6582's recover, RFC 6675's HighRxt and
+	// RescueRxt) stay: a fast path that moved SND.UNA on without loss
+	// leaves them where netstack would have.
 	switch last := h.LastSend; {
 	case last != (tcpip.MonotonicTime{}):
 		s.LastSendTime = last
