@@ -773,41 +773,60 @@ func BenchmarkHandOver(b *testing.B) {
 
 // TestHandOverAdvancedFastRetransmit: taken back with three segments in
 // flight that a fast path sent past where netstack left SND.NXT, the
-// connection enters fast recovery on three duplicate ACKs (NewReno, no
-// SACK): TakeBack leaves RFC 6582's recovery point where netstack had it
-// (moved to SND.UNA, the duplicates would not count as new loss).
+// connection enters loss recovery on duplicate ACKs and resends the
+// first: NewReno's on three duplicates (TakeBack leaves RFC 6582's
+// recovery point where netstack had it; moved to SND.UNA, the duplicates
+// would not count as new loss), and SACK recovery on SACKs of the other
+// two.
 func TestHandOverAdvancedFastRetransmit(t *testing.T) {
-	o := handOverOptions()
-	o.NoSACK = true
-	p, c, ep := handOverPeer(t, o)
-	p.exchange(c, 1, 1, []byte("request 1"), []byte("reply 1"))
-	p.Send(seg{Flags: "A", Seq: 10, Ack: 8})
-	p.ExpectNothing(20 * time.Millisecond)
-	h := handOutOK(t, ep, 8, nil)
-	now := h.Now
-	data := diffPayload(0, 300)
-	for i := range 3 {
-		h.InFlight = append(h.InFlight, tcp.HandOverSeg{End: h.SndNxt + uint32(100*(i+1)), At: now})
-	}
-	h.SndNxt += 300
-	if err := ep.TakeBack(&h, data, nil); err != nil {
-		t.Fatal(err)
-	}
-	before := p.s.Stats().TCPFastRetransmits
-	p.SendBatch(seg{Flags: "A", Seq: 10, Ack: 8}, seg{Flags: "A", Seq: 10, Ack: 8}, seg{Flags: "A", Seq: 10, Ack: 8})
-	for {
-		s, ok := p.next(scriptWait)
-		if !ok {
-			t.Fatal("ustack did not resend the first segment")
-		}
-		if s.Seq == 8 && len(s.Payload) > 0 {
-			if !bytes.Equal(s.Payload, data[:100]) {
-				t.Fatalf("the retransmission carries %q, want %q", s.Payload, data[:100])
+	for _, sack := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sack=%v", sack), func(t *testing.T) {
+			o := handOverOptions()
+			o.NoSACK = !sack
+			p, c, ep := handOverPeer(t, o)
+			p.exchange(c, 1, 1, []byte("request 1"), []byte("reply 1"))
+			p.Send(seg{Flags: "A", Seq: 10, Ack: 8})
+			p.ExpectNothing(20 * time.Millisecond)
+			h := handOutOK(t, ep, 8, nil)
+			data := diffPayload(0, 300)
+			for i := range 3 {
+				h.InFlight = append(h.InFlight, tcp.HandOverSeg{End: h.SndNxt + uint32(100*(i+1)), At: h.Now})
 			}
-			break
-		}
-	}
-	if n := p.s.Stats().TCPFastRetransmits - before; n != 1 {
-		t.Errorf("%d fast retransmits, want 1 (the retransmission was the timeout's)", n)
+			h.SndNxt += 300
+			if err := ep.TakeBack(&h, data, nil); err != nil {
+				t.Fatal(err)
+			}
+			before := p.s.Stats()
+			if sack {
+				p.SendBatch(seg{Flags: "A", Seq: 10, Ack: 8, SACK: [][2]uint32{{108, 208}}},
+					seg{Flags: "A", Seq: 10, Ack: 8, SACK: [][2]uint32{{108, 308}}})
+			} else {
+				p.SendBatch(seg{Flags: "A", Seq: 10, Ack: 8}, seg{Flags: "A", Seq: 10, Ack: 8}, seg{Flags: "A", Seq: 10, Ack: 8})
+			}
+			for {
+				s, ok := p.next(scriptWait)
+				if !ok {
+					t.Fatal("ustack did not resend the first segment")
+				}
+				if s.Seq == 8 && len(s.Payload) > 0 {
+					if !bytes.Equal(s.Payload, data[:100]) {
+						t.Fatalf("the retransmission carries %q, want %q", s.Payload, data[:100])
+					}
+					break
+				}
+			}
+			after := p.s.Stats()
+			if n := after.TCPTimeouts - before.TCPTimeouts; n != 0 {
+				t.Errorf("the first segment went again on a timeout (%d), not on the duplicate ACKs", n)
+			}
+			if !sack && after.TCPFastRetransmits-before.TCPFastRetransmits != 1 {
+				t.Errorf("%d fast retransmits, want 1", after.TCPFastRetransmits-before.TCPFastRetransmits)
+			}
+			if sack && after.TCPSACKRecoveries-before.TCPSACKRecoveries != 1 {
+				t.Errorf("%d SACK recoveries, want 1", after.TCPSACKRecoveries-before.TCPSACKRecoveries)
+			}
+			p.Send(seg{Flags: "A", Seq: 10, Ack: 308})
+			p.exchange(c, 10, 308, []byte("request 2"), []byte("reply 2"))
+		})
 	}
 }
