@@ -510,6 +510,12 @@ func TestHandOverParked(t *testing.T) {
 		if err := ep.TakeBack(&bad, nil, nil); !errors.Is(err, tcp.ErrBadHandOver) {
 			t.Fatalf("TakeBack with the right edge moved left: %v, want %v", err, tcp.ErrBadHandOver)
 		}
+		bad = h
+		bad.SndUna--
+		bad.SndNxt--
+		if err := ep.TakeBack(&bad, nil, nil); !errors.Is(err, tcp.ErrBadHandOver) {
+			t.Fatalf("TakeBack with SND.UNA moved back: %v, want %v", err, tcp.ErrBadHandOver)
+		}
 		if !ep.Parked() {
 			t.Fatal("a TakeBack refused unparked the endpoint")
 		}

@@ -389,6 +389,11 @@ func (e *Endpoint) takeBackLocked(h *HandOver, inflight, unsent []byte) error {
 	if nxt.LessThan(una) {
 		return fmt.Errorf("%w: SND.NXT %d before SND.UNA %d", ErrBadHandOver, h.SndNxt, h.SndUna)
 	}
+	// Neither SND.UNA nor RCV.NXT moves back.
+	if una.LessThan(s.SndUna) || seqnum.Value(h.RcvNxt).LessThan(r.RcvNxt) {
+		return fmt.Errorf("%w: SND.UNA %d or RCV.NXT %d before the hand-out's %d, %d", ErrBadHandOver,
+			h.SndUna, h.RcvNxt, uint32(s.SndUna), uint32(r.RcvNxt))
+	}
 	if int(una.Size(nxt)) != len(inflight) {
 		return fmt.Errorf("%w: %d bytes in flight for SND.UNA %d to SND.NXT %d", ErrBadHandOver, len(inflight), h.SndUna, h.SndNxt)
 	}
