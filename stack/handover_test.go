@@ -2,10 +2,14 @@ package stack
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/netip"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -506,6 +510,12 @@ func TestHandOverParked(t *testing.T) {
 		if err := ep.TakeBack(&bad, nil, nil); !errors.Is(err, tcp.ErrBadHandOver) {
 			t.Fatalf("TakeBack with the right edge moved left: %v, want %v", err, tcp.ErrBadHandOver)
 		}
+		bad = h
+		bad.SndUna--
+		bad.SndNxt--
+		if err := ep.TakeBack(&bad, nil, nil); !errors.Is(err, tcp.ErrBadHandOver) {
+			t.Fatalf("TakeBack with SND.UNA moved back: %v, want %v", err, tcp.ErrBadHandOver)
+		}
 		if !ep.Parked() {
 			t.Fatal("a TakeBack refused unparked the endpoint")
 		}
@@ -623,5 +633,206 @@ func TestHandOverQuietAllocs(t *testing.T) {
 	}
 	if allocs != 0 {
 		t.Errorf("a quiet hand-out and take-back allocate %v times, want 0", allocs)
+	}
+}
+
+// TestMemHandOverUnderTraffic: a goroutine hands the server's connection
+// out and takes it straight back, with the state HandOut gave, as often
+// as HandOut finds a quiet point, while 300 requests and replies of
+// varying size cross the memory wire between two stacks: HandOut's
+// TryLock and queue checks against the worker's receive and the
+// application's reads and writes. Every reply must come back intact,
+// and hand-outs must have happened, some with a reply in flight.
+func TestMemHandOverUnderTraffic(t *testing.T) {
+	mp := newMemPair(t, Adaptive)
+	ln, err := mp.b.Listen("tcp4", netip.AddrPortFrom(memB4.Addr(), 7).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	eps := make(chan *tcp.Endpoint, 1)
+	acceptEach(ln, func(c net.Conn) {
+		eps <- c.(*tcpConn).ep
+		buf := make([]byte, 4096)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				c.Close()
+				return
+			}
+			if _, err := c.Write(buf[:n]); err != nil {
+				c.Close()
+				return
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := mp.a.DialContext(ctx, "tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ep := <-eps
+
+	stop := make(chan struct{})
+	type result struct{ handOuts, inFlight int }
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		var buf []byte
+		for {
+			select {
+			case <-stop:
+				done <- r
+				return
+			default:
+			}
+			h, b, miss := ep.HandOut(buf[:0], 8)
+			buf = b
+			if miss != tcp.HandOutOK {
+				runtime.Gosched()
+				continue
+			}
+			r.handOuts++
+			if len(buf) > 0 {
+				r.inFlight++
+			}
+			if err := ep.TakeBack(&h, buf, nil); err != nil {
+				t.Errorf("TakeBack: %v", err)
+				done <- r
+				return
+			}
+			// Leave the connection to netstack a moment: the
+			// segments a parked connection drops are resent on
+			// timers, and the run is bounded in time.
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	rd := make([]byte, 4096)
+	for i := range 300 {
+		msg := diffPayload(uint32(i), uint32(1+i*13%3000))
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, rd[:len(msg)]); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if !bytes.Equal(rd[:len(msg)], msg) {
+			t.Fatalf("request %d: the reply differs", i)
+		}
+	}
+	close(stop)
+	r := <-done
+	t.Logf("%d hand-outs, %d with bytes in flight", r.handOuts, r.inFlight)
+	if r.handOuts == 0 {
+		t.Error("no hand-out in 300 requests")
+	}
+}
+
+// BenchmarkHandOver: a hand-out and a take-back with the same state, at
+// a quiet point and with a reply of 100 bytes in flight (whose segment
+// TakeBack makes again each time, sent at the hand-out as far as it
+// knows).
+func BenchmarkHandOver(b *testing.B) {
+	for _, inFlight := range []int{0, 100} {
+		b.Run(fmt.Sprintf("inflight=%d", inFlight), func(b *testing.B) {
+			p := newScriptPeer(b, handOverOptions())
+			p.t = quietTB{p.t}
+			c := p.Connect()
+			ep := c.(*tcpConn).ep
+			if inFlight > 0 {
+				if _, err := c.Write(diffPayload(0, uint32(inFlight))); err != nil {
+					b.Fatal(err)
+				}
+				p.Expect(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: diffPayload(0, uint32(inFlight))})
+			}
+			buf := make([]byte, 0, 64<<10)
+			busy := 0
+			b.Cleanup(func() { b.ReportMetric(float64(busy)/float64(b.N), "busy/op") })
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				h, got, miss := ep.HandOut(buf[:0], 8)
+				for ; miss == tcp.HandOutBusy; busy++ {
+					// A timer's handler holds the lock.
+					runtime.Gosched()
+					h, got, miss = ep.HandOut(buf[:0], 8)
+				}
+				if miss != tcp.HandOutOK {
+					b.Fatalf("HandOut: %v", miss)
+				}
+				// Sent again now, as far as netstack knows: the
+				// retransmission timer never comes due in a run.
+				for i := range h.InFlight {
+					h.InFlight[i].At = h.Now
+				}
+				if err := ep.TakeBack(&h, got, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestHandOverAdvancedFastRetransmit: taken back with three segments in
+// flight that a fast path sent past where netstack left SND.NXT, the
+// connection enters loss recovery on duplicate ACKs and resends the
+// first: NewReno's on three duplicates (TakeBack leaves RFC 6582's
+// recovery point where netstack had it; moved to SND.UNA, the duplicates
+// would not count as new loss), and SACK recovery on SACKs of the other
+// two.
+func TestHandOverAdvancedFastRetransmit(t *testing.T) {
+	for _, sack := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sack=%v", sack), func(t *testing.T) {
+			o := handOverOptions()
+			o.NoSACK = !sack
+			p, c, ep := handOverPeer(t, o)
+			p.exchange(c, 1, 1, []byte("request 1"), []byte("reply 1"))
+			p.Send(seg{Flags: "A", Seq: 10, Ack: 8})
+			p.ExpectNothing(20 * time.Millisecond)
+			h := handOutOK(t, ep, 8, nil)
+			data := diffPayload(0, 300)
+			for i := range 3 {
+				h.InFlight = append(h.InFlight, tcp.HandOverSeg{End: h.SndNxt + uint32(100*(i+1)), At: h.Now})
+			}
+			h.SndNxt += 300
+			if err := ep.TakeBack(&h, data, nil); err != nil {
+				t.Fatal(err)
+			}
+			before := p.s.Stats()
+			if sack {
+				p.SendBatch(seg{Flags: "A", Seq: 10, Ack: 8, SACK: [][2]uint32{{108, 208}}},
+					seg{Flags: "A", Seq: 10, Ack: 8, SACK: [][2]uint32{{108, 308}}})
+			} else {
+				p.SendBatch(seg{Flags: "A", Seq: 10, Ack: 8}, seg{Flags: "A", Seq: 10, Ack: 8}, seg{Flags: "A", Seq: 10, Ack: 8})
+			}
+			for {
+				s, ok := p.next(scriptWait)
+				if !ok {
+					t.Fatal("ustack did not resend the first segment")
+				}
+				if s.Seq == 8 && len(s.Payload) > 0 {
+					if !bytes.Equal(s.Payload, data[:100]) {
+						t.Fatalf("the retransmission carries %q, want %q", s.Payload, data[:100])
+					}
+					break
+				}
+			}
+			after := p.s.Stats()
+			if n := after.TCPTimeouts - before.TCPTimeouts; n != 0 {
+				t.Errorf("the first segment went again on a timeout (%d), not on the duplicate ACKs", n)
+			}
+			if !sack && after.TCPFastRetransmits-before.TCPFastRetransmits != 1 {
+				t.Errorf("%d fast retransmits, want 1", after.TCPFastRetransmits-before.TCPFastRetransmits)
+			}
+			if sack && after.TCPSACKRecoveries-before.TCPSACKRecoveries != 1 {
+				t.Errorf("%d SACK recoveries, want 1", after.TCPSACKRecoveries-before.TCPSACKRecoveries)
+			}
+			p.Send(seg{Flags: "A", Seq: 10, Ack: 308})
+			p.exchange(c, 10, 308, []byte("request 2"), []byte("reply 2"))
+		})
 	}
 }

@@ -17,6 +17,7 @@ package tcp
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/buffer"
@@ -75,9 +76,10 @@ type HandOver struct {
 	// RcvEdge is the right edge of the receive window already
 	// advertised (RCV.NXT plus RCV.WND as sent). It never moves left.
 	RcvEdge uint32
-	// RcvSpace is how many bytes beyond RCV.NXT the receiver accepts now:
-	// the window to advertise, unscaled, before the rule that RcvEdge
-	// never moves left.
+	// RcvSpace is how many bytes beyond RCV.NXT the receiver accepts now
+	// (its free buffer space, at most what a window field can say at
+	// RcvShift): the window to advertise, in bytes, before the rule that
+	// RcvEdge never moves left.
 	RcvSpace uint32
 	// RcvShift is our window scale.
 	RcvShift uint8
@@ -218,7 +220,7 @@ func (e *Endpoint) HandOut(buf []byte, maxSegs int) (HandOver, []byte, HandOutMi
 		Cwnd:        uint32(s.SndCwnd) * uint32(s.MaxPayloadSize),
 		RcvNxt:      uint32(r.RcvNxt),
 		RcvEdge:     uint32(r.rightEdge()),
-		RcvSpace:    uint32(e.selectWindow()),
+		RcvSpace:    min(uint32(e.selectWindow()), math.MaxUint16<<r.RcvWndScale),
 		RcvShift:    r.RcvWndScale,
 		TS:          e.SendTSOk,
 		TSRecent:    e.recentTimestamp(),
@@ -359,6 +361,9 @@ func (e *Endpoint) handOutCheckLocked(maxSegs int) HandOutMiss {
 // allow; writers waiting are woken. netstack's counters do not count
 // the fast path's segments.
 //
+// TakeBack reads neither MSS, RcvSpace, TSVal, TTL nor TOS (netstack
+// has its own), and Now only as LastSend's fallback.
+//
 // On an error e stays parked and unchanged: ErrNotParked if e is not
 // parked, ErrBadHandOver (wrapped with the reason) if h is inconsistent.
 func (e *Endpoint) TakeBack(h *HandOver, inflight, unsent []byte) error {
@@ -383,6 +388,11 @@ func (e *Endpoint) takeBackLocked(h *HandOver, inflight, unsent []byte) error {
 	una, nxt := seqnum.Value(h.SndUna), seqnum.Value(h.SndNxt)
 	if nxt.LessThan(una) {
 		return fmt.Errorf("%w: SND.NXT %d before SND.UNA %d", ErrBadHandOver, h.SndNxt, h.SndUna)
+	}
+	// Neither SND.UNA nor RCV.NXT moves back.
+	if una.LessThan(s.SndUna) || seqnum.Value(h.RcvNxt).LessThan(r.RcvNxt) {
+		return fmt.Errorf("%w: SND.UNA %d or RCV.NXT %d before the hand-out's %d, %d", ErrBadHandOver,
+			h.SndUna, h.RcvNxt, uint32(s.SndUna), uint32(r.RcvNxt))
 	}
 	if int(una.Size(nxt)) != len(inflight) {
 		return fmt.Errorf("%w: %d bytes in flight for SND.UNA %d to SND.NXT %d", ErrBadHandOver, len(inflight), h.SndUna, h.SndNxt)
@@ -436,7 +446,9 @@ func (e *Endpoint) takeBackLocked(h *HandOver, inflight, unsent []byte) error {
 	// No RTT measurement in flight: the next segment sent starts one.
 	s.RTTMeasureSeqNum = nxt
 	s.MaxSentAck = lastAck
-	s.FastRecovery.Last, s.FastRecovery.HighRxt, s.FastRecovery.RescueRxt = una-1, una-1, una-1
+	// FastRecovery's marks (RFC 6582's recover, RFC 6675's HighRxt and
+	// RescueRxt) stay: a fast path that moved SND.UNA on without loss
+	// leaves them where netstack would have.
 	switch last := h.LastSend; {
 	case last != (tcpip.MonotonicTime{}):
 		s.LastSendTime = last
