@@ -822,14 +822,14 @@ func TestHandOverAdvancedFastRetransmit(t *testing.T) {
 				}
 			}
 			after := p.s.Stats()
-			if n := after.TCPTimeouts - before.TCPTimeouts; n != 0 {
+			if n := after.TCP.Timeouts - before.TCP.Timeouts; n != 0 {
 				t.Errorf("the first segment went again on a timeout (%d), not on the duplicate ACKs", n)
 			}
-			if !sack && after.TCPFastRetransmits-before.TCPFastRetransmits != 1 {
-				t.Errorf("%d fast retransmits, want 1", after.TCPFastRetransmits-before.TCPFastRetransmits)
+			if !sack && after.TCP.FastRetransmits-before.TCP.FastRetransmits != 1 {
+				t.Errorf("%d fast retransmits, want 1", after.TCP.FastRetransmits-before.TCP.FastRetransmits)
 			}
-			if sack && after.TCPSACKRecoveries-before.TCPSACKRecoveries != 1 {
-				t.Errorf("%d SACK recoveries, want 1", after.TCPSACKRecoveries-before.TCPSACKRecoveries)
+			if sack && after.TCP.SACKRecoveries-before.TCP.SACKRecoveries != 1 {
+				t.Errorf("%d SACK recoveries, want 1", after.TCP.SACKRecoveries-before.TCP.SACKRecoveries)
 			}
 			p.Send(seg{Flags: "A", Seq: 10, Ack: 308})
 			p.exchange(c, 10, 308, []byte("request 2"), []byte("reply 2"))
