@@ -120,7 +120,7 @@ func (f *Demux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 			return true
 		}
 	}
-	ep, tep, listening := f.lookup(q, &sg)
+	ep, tep, slot, listening := f.lookup(q, &sg)
 	if ep == nil {
 		return false
 	}
@@ -133,7 +133,7 @@ func (f *Demux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 	}
 	if f.fast && tep != nil {
 		if f.ownOn && sg.v4 && !listening {
-			f.noteCandidate(q, tep, &sg.key, frame)
+			f.noteCandidate(q, tep, slot, &sg.key, frame)
 		}
 		miss := tep.ReceiveFast(sg.th, sg.ipLen, v, ethHeaderLen+sg.ipLen+int(sg.th.DataOffset()), &q.deferred)
 		q.rxFast[miss].Add(1)
@@ -213,27 +213,29 @@ func (sg *segment) parse(frame []byte) bool {
 }
 
 // lookup finds the endpoint sg is for, through the flow cache for an
-// established connection; tep is it as a TCP endpoint, and listening
-// says whether it is a listener's.
-func (f *Demux) lookup(q *queue, sg *segment) (ep gstack.TransportEndpoint, tep *tcp.Endpoint, listening bool) {
-	slot := &q.flows[flowSlot(&sg.id)]
+// established connection; tep is it as a TCP endpoint, slot its place in
+// the cache (nil if none), and listening says whether it is a
+// listener's.
+func (f *Demux) lookup(q *queue, sg *segment) (ep gstack.TransportEndpoint, tep *tcp.Endpoint, slot *flowSlotEntry, listening bool) {
+	slot = &q.flows[flowSlot(&sg.id)]
 	if tep = slot.ep; tep != nil && slot.id == sg.id && tep.EndpointState() == tcp.StateEstablished {
-		return tep, tep, false
+		return tep, tep, slot, false
 	}
 	ep = f.ns.FindTransportEndpoint(sg.proto, header.TCPProtocolNumber, sg.id, f.nic)
 	if ep == nil {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	tep, _ = ep.(*tcp.Endpoint)
 	if tep != nil {
 		switch tep.EndpointState() {
 		case tcp.StateEstablished:
-			slot.id, slot.ep = sg.id, tep
+			*slot = flowSlotEntry{id: sg.id, ep: tep}
+			return ep, tep, slot, false
 		case tcp.StateListen:
 			listening = true
 		}
 	}
-	return ep, tep, listening
+	return ep, tep, nil, listening
 }
 
 // offerSyn offers listener tep a segment for it: a SYN answered, or an
@@ -286,9 +288,15 @@ func (f *Demux) count() {
 // an established connection is the only endpoint the demuxer finds for
 // its four-tuple. Entries are overwritten, never cleared; one can keep a
 // closed connection's endpoint from the collector until then.
-type flowCache [flowCacheSize]struct {
-	id gstack.TransportEndpointID
-	ep *tcp.Endpoint
+type flowCache [flowCacheSize]flowSlotEntry
+
+// flowSlotEntry is one connection in a flowCache, with its owner (for the
+// owned fast path) as of ownersGen.
+type flowSlotEntry struct {
+	id       gstack.TransportEndpointID
+	ep       *tcp.Endpoint
+	owner    Owner
+	ownerGen uint64
 }
 
 const flowCacheSize = 256

@@ -157,7 +157,10 @@ type Endpoint struct {
 	ownOn    bool
 	ownersMu sync.Mutex
 	owners   map[*tcp.Endpoint]Owner
-	trace    *trace.Tracer // nil unless Options.Trace
+	// ownersGen changes as owners register and go (the flow cache's
+	// record of an owner is valid while it has not).
+	ownersGen atomic.Uint64
+	trace     *trace.Tracer // nil unless Options.Trace
 
 	// ready is the worker-read connections with something to read
 	// (PollOnWorker).

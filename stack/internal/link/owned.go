@@ -201,6 +201,7 @@ func (e *Endpoint) RegisterOwner(ep *tcp.Endpoint, owner Owner) {
 		e.owners = make(map[*tcp.Endpoint]Owner)
 	}
 	e.owners[ep] = owner
+	e.ownersGen.Add(1)
 	e.ownersMu.Unlock()
 }
 
@@ -211,6 +212,7 @@ func (e *Endpoint) UnregisterOwner(ep *tcp.Endpoint) {
 	}
 	e.ownersMu.Lock()
 	delete(e.owners, ep)
+	e.ownersGen.Add(1)
 	e.ownersMu.Unlock()
 }
 
@@ -271,18 +273,30 @@ func (o *owned) now() (fastflow.Clock, tcpip.MonotonicTime) {
 
 // noteCandidate records that the batch delivered a segment of ep's, for
 // promotion once the batch's TCP processing is done. The worker's.
-func (f *Demux) noteCandidate(q *queue, ep *tcp.Endpoint, key *ownKey, frame []byte) {
+// The flow cache's slot (nil if the segment's connection is not in it)
+// remembers ep's owner, or that it has none, until an owner registers or
+// goes: a net.Conn's segments then cost no lookup.
+func (f *Demux) noteCandidate(q *queue, ep *tcp.Endpoint, slot *flowSlotEntry, key *ownKey, frame []byte) {
 	if len(q.own.cands) == BatchSize {
+		return
+	}
+	var owner Owner
+	gen := f.ep.ownersGen.Load()
+	if slot != nil && slot.ep == ep && slot.ownerGen == gen {
+		owner = slot.owner
+	} else {
+		owner = f.ep.ownerOf(ep)
+		if slot != nil && slot.ep == ep {
+			slot.owner, slot.ownerGen = owner, gen
+		}
+	}
+	if owner == nil {
 		return
 	}
 	for i := range q.own.cands {
 		if q.own.cands[i].ep == ep {
 			return
 		}
-	}
-	owner := f.ep.ownerOf(ep)
-	if owner == nil {
-		return
 	}
 	c := ownCand{ep: ep, owner: owner, key: *key}
 	copy(c.mac[:], frame[6:12])
@@ -326,7 +340,7 @@ func (f *Demux) promoteOne(q *queue, c *ownCand) {
 		s, err := fastflow.NewSlab(OwnedSlab)
 		if err != nil {
 			o.mu.Unlock()
-			c.ep.TakeBack(&h, unacked, nil)
+			giveBack(c.ep, &h, unacked)
 			o.promoteRefused[0].Add(1)
 			return
 		}
@@ -353,7 +367,7 @@ func (f *Demux) promoteOne(q *queue, c *ownCand) {
 	}
 	if err != nil {
 		o.mu.Unlock()
-		c.ep.TakeBack(&h, unacked, nil)
+		giveBack(c.ep, &h, unacked)
 		o.promoteRefused[0].Add(1)
 		return
 	}
@@ -368,6 +382,15 @@ func (f *Demux) promoteOne(q *queue, c *ownCand) {
 	c.owner.Owned(e)
 	clk, _ := o.now()
 	o.arm(e, clk)
+}
+
+// giveBack returns a connection handed out and not carried after all to
+// netstack as it was; if netstack refused its own state, nothing can
+// continue the connection correctly, so it ends as a TCP would (RST).
+func giveBack(ep *tcp.Endpoint, h *tcp.HandOver, unacked []byte) {
+	if err := ep.TakeBack(h, unacked, nil); err != nil {
+		ep.Abort()
+	}
 }
 
 // fastState turns netstack's hand-over into the flow's State (IPv4).
