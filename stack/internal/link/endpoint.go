@@ -90,6 +90,10 @@ type queue struct {
 	flows flowCache
 	// own is the owned fast path's state (owned.go).
 	own owned
+	// rxStart is the worker's clock (busyClock) when the RX batches it is
+	// delivering began, zero outside them: the owned fast path's time
+	// for their segments (worker only).
+	rxStart time.Duration
 	// flags are the kick protocol's (kick.go).
 	flags workerFlags
 	trace *trace.Tracer // the endpoint's, nil unless tracing

@@ -107,7 +107,10 @@ type owned struct {
 	tick    Ready // the timer's work, on a worker
 
 	clock  tcpip.Clock
-	delack uint32 // µs an owed ACK may wait for a reply (0: none)
+	// busyToMono turns the worker's busyClock into the stack clock's
+	// time since its zero, at most a few nanoseconds behind it.
+	busyToMono time.Duration
+	delack     uint32 // µs an owed ACK may wait for a reply (0: none)
 	// rxClock is the Clock of the segment the worker is giving an owner
 	// (inRx, rxOwner: whose), for the owner's writes during the call.
 	// Worker only.
@@ -230,8 +233,15 @@ func (e *Endpoint) ownerOf(ep *tcp.Endpoint) Owner {
 // call returns without a reply).
 func (e *Endpoint) SetOwned(on bool, clock tcpip.Clock, delack time.Duration) {
 	e.ownOn = on
+	// The stack clock's reading less busyClock's, read in that order so
+	// that a time derived from busyClock is never ahead of the stack
+	// clock's (a timestamp must not go back when netstack takes a
+	// connection back).
+	mono := clock.NowMonotonic().Sub(tcpip.MonotonicTime{})
+	busyToMono := mono - busyClock()
 	for _, q := range e.queues {
 		q.own.clock = clock
+		q.own.busyToMono = busyToMono
 		q.own.delack = uint32(max(delack, 0) / time.Microsecond)
 		q.own.tick.Init(&e.ready, q.ownedTick, 0)
 	}
@@ -450,9 +460,14 @@ func (q *queue) ownedReceive(e *Owned, frame []byte) bool {
 		return false
 	}
 	f := o.slab.Flow(e.idx)
-	clk, _ := o.now()
-	// The handler's writes during Traffic take this reading too: one
-	// clock read per segment.
+	// The batch's time, read by the worker as it began: no clock read
+	// per segment. The handler's writes during Traffic take it too.
+	var clk fastflow.Clock
+	if q.rxStart != 0 {
+		clk = fastflow.ClockAt(int64(q.rxStart + o.busyToMono))
+	} else {
+		clk, _ = o.now()
+	}
 	o.rxClock, o.inRx, o.rxOwner = clk, true, owner
 	defer func() { o.inRx, o.rxOwner = false, nil }()
 	in, r := f.Receive(frame, clk)
@@ -545,7 +560,9 @@ func (e *Owned) send(clk fastflow.Clock) bool {
 	q := e.q
 	nxt := f.SndNxt()
 	q.txMu.Lock()
-	q.io.Complete()
+	// No reaping of sent frames first: allocFrame reaps when the pool
+	// is empty, and the completion ring holds as many as there are TX
+	// frames.
 	descs := q.txDescs[:0]
 	r := fastflow.OK
 	for f.Unsent() > 0 && len(descs) < BatchSize {

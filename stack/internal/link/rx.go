@@ -88,7 +88,9 @@ func (e *Endpoint) worker(i int, q *queue) {
 			if start == 0 {
 				start = busyClock()
 			}
+			q.rxStart = start
 			e.received(q, &w, start, n)
+			q.rxStart = 0
 			continue
 		}
 		if start != 0 {
