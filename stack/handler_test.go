@@ -564,6 +564,18 @@ func TestMemHandlerFromTheFrame(t *testing.T) {
 			case tc.name == "faults" && left[0] == 0:
 				t.Error("no byte left to the slow path with loss and reordering on the wire")
 			}
+			// The owned fast path carried the connection, and under
+			// faults handed it back to netstack and took it again,
+			// the echoes whole throughout.
+			if o := end.FastPath.Owned; tc.name != "no-fast-path" {
+				t.Logf("owned fast path: %d promotions, demotions %v, %d segments in", o.Promotions, o.DemotionsBy, o.SegmentsIn)
+				switch {
+				case o.Promotions == 0 || o.SegmentsIn == 0:
+					t.Error("the owned fast path carried nothing")
+				case tc.name == "faults" && o.Demotions < 2:
+					t.Errorf("%d demotions with loss and reordering on the wire, want some", o.Demotions)
+				}
+			}
 		})
 	}
 }

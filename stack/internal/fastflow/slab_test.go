@@ -193,3 +193,30 @@ func TestInitInFlightContinues(t *testing.T) {
 		t.Fatalf("short bytes: %v", err)
 	}
 }
+
+// ProbeAt is the tail loss probe's deadline as netstack's RACK-TLP arms
+// it: from the last segment sent, 2·SRTT plus the peer's worst-case
+// delayed ACK for one segment in flight, plus 2 ms for more; never after
+// the retransmission deadline.
+func TestProbeAt(t *testing.T) {
+	a, _ := newPair(t, 100, 9000)
+	clk := Clock{Us: 1000, Ms: 1}
+	a.send(t, []byte("one"), clk)
+	if got, want := a.f.ProbeAt(), a.f.LossAt(); got != want {
+		t.Fatalf("no RTT sample: probe at %d, want the loss deadline %d", got, want)
+	}
+	a.f.sampleRTT(300)
+	a.f.lossAt = clk.Us + 1_000_000
+	if got, want := a.f.ProbeAt(), clk.Us+600+worstDelayedAck; got != want {
+		t.Errorf("one segment: probe at %d, want %d", got, want)
+	}
+	clk.Us += 50
+	a.send(t, []byte("two"), clk)
+	if got, want := a.f.ProbeAt(), clk.Us+600+probeMin; got != want {
+		t.Errorf("two segments: probe at %d, want %d", got, want)
+	}
+	a.f.lossAt = clk.Us + 100
+	if got, want := a.f.ProbeAt(), clk.Us+100; got != want {
+		t.Errorf("loss deadline sooner: probe at %d, want %d", got, want)
+	}
+}

@@ -247,6 +247,36 @@ func (f *Flow) SetAckDue(us uint32) {
 	}
 }
 
+// ProbeAt returns when a tail loss probe would be due for the segments in
+// flight (Clock.Us), as netstack's RACK-TLP arms it (RFC 8985 §7.5.1):
+// the last segment's send time plus twice SRTT, plus the peer's
+// worst-case delayed ACK when one segment is in flight, or 2 ms when
+// more are; the retransmission deadline if that is sooner or there is
+// no RTT sample. Valid while data is in flight.
+func (f *Flow) ProbeAt() uint32 {
+	if f.fltLen == 0 || f.srtt == 0 {
+		return f.lossAt
+	}
+	last := f.inflight[(int(f.fltHead)+int(f.fltLen)-1)%maxInflight].at
+	pto := 2 * f.srtt
+	if f.fltLen == 1 {
+		pto += worstDelayedAck
+	} else {
+		pto += probeMin
+	}
+	if at := last + pto; seqLT(at, f.lossAt) {
+		return at
+	}
+	return f.lossAt
+}
+
+// The probe timeout's allowances in microseconds: the peer's worst-case
+// delayed ACK and the floor Linux adds (TCP_TIMEOUT_MIN), as netstack's.
+const (
+	worstDelayedAck = 200_000
+	probeMin        = 2_000
+)
+
 // LossAt returns the retransmission deadline (Clock.Us), valid while data
 // is in flight.
 func (f *Flow) LossAt() uint32 { return f.lossAt }

@@ -722,7 +722,7 @@ func (o *owned) arm(e *Owned, clk fastflow.Clock) {
 	case owed:
 		at = due
 	case f.InFlight() > 0:
-		at = f.LossAt()
+		at = f.ProbeAt()
 	default:
 		return
 	}
@@ -801,7 +801,9 @@ func (q *queue) ownedDeadlines(e *Owned) {
 	o := &q.own
 	f := o.slab.Flow(e.idx)
 	clk, _ := o.now()
-	if f.InFlight() > 0 && int32(clk.Us-f.LossAt()) >= 0 {
+	if f.InFlight() > 0 && int32(clk.Us-f.ProbeAt()) >= 0 {
+		// The tail loss probe's deadline: netstack, taking the
+		// connection back, sends the probe (or retransmits) at once.
 		e.demote(DemoteTimeout)
 		return
 	}

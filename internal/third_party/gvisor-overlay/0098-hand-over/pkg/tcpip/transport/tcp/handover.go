@@ -504,6 +504,14 @@ func (e *Endpoint) takeBackLocked(h *HandOver, inflight, unsent []byte) error {
 	if len(h.InFlight) > 0 {
 		d := h.InFlight[0].At.Add(s.RTO).Sub(now)
 		s.resendTimer.enableAt(now, max(d, 0))
+		if s.shouldSchedulePTO() {
+			// The tail loss probe netstack arms after sending new
+			// data (RACK-TLP, RFC 8985 section 7.5.1), from the last
+			// segment sent: a fast path that hands the connection
+			// back at its own probe deadline has the probe sent at
+			// once.
+			s.schedulePTOFrom(s.LastSendTime)
+		}
 	}
 	if h.AckOwed && r.RcvNxt != s.MaxSentAck {
 		if e.ackNowLocked() {
@@ -567,4 +575,33 @@ type appendWriter struct{ b []byte }
 func (w *appendWriter) Write(p []byte) (int, error) {
 	w.b = append(w.b, p...)
 	return len(p), nil
+}
+
+// schedulePTOFrom arms the probe timer as schedulePTO does, but for a
+// probe timeout counted from at (the last transmission) rather than from
+// now.
+//
+// +checklocks:s.ep.mu
+// +checklocksexclude:s.rtt.rttMutex
+func (s *sender) schedulePTOFrom(at tcpip.MonotonicTime) {
+	pto := time.Second
+	s.rtt.Lock()
+	if s.rtt.TCPRTTState.SRTTInited && s.rtt.TCPRTTState.SRTT > 0 {
+		pto = s.rtt.TCPRTTState.SRTT * 2
+		if s.Outstanding == 1 && s.state != tcpip.SACKRecovery {
+			pto += wcDelayedACKTimeout
+		} else {
+			pto += tlpTimeoutMin
+		}
+	}
+	s.rtt.Unlock()
+	now := s.now()
+	d := max(at.Add(pto).Sub(now), 0)
+	if s.resendTimer.enabled() {
+		if rd := s.resendTimer.target.Sub(now); d > rd {
+			d = max(rd, 0)
+		}
+		s.resendTimer.disable()
+	}
+	s.probeTimer.enableAt(now, d)
 }
