@@ -220,3 +220,26 @@ func TestProbeAt(t *testing.T) {
 		t.Errorf("loss deadline sooner: probe at %d, want %d", got, want)
 	}
 }
+
+// A state with data received and not yet acknowledged (RCV.NXT past
+// Last.ACK.sent) comes in owing its ACK, due when the state says; the
+// next segment cut carries it.
+func TestInitAckOwed(t *testing.T) {
+	st, _ := states(100, 9000)
+	st.LastAckSent = st.RcvNxt - 10
+	st.DelAckAt = 4242
+	var f Flow
+	if err := f.Init(&st); err != nil {
+		t.Fatal(err)
+	}
+	if owed, due := f.AckOwed(); !owed || due != 4242 {
+		t.Fatalf("AckOwed() = %v, %d; want true, 4242", owed, due)
+	}
+	fr := make([]byte, 128)
+	if _, r := f.Ack(fr, Clock{Us: 1000, Ms: 1}); r != OK {
+		t.Fatal(r)
+	}
+	if owed, _ := f.AckOwed(); owed || f.Export().LastAckSent != st.RcvNxt {
+		t.Fatalf("after the ACK: owed %v, Last.ACK.sent %d, want %d", owed, f.Export().LastAckSent, st.RcvNxt)
+	}
+}

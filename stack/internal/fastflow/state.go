@@ -43,12 +43,20 @@ type State struct {
 
 	IPID uint16 // the next IPv4 identification
 
-	// Export only: segments in flight, oldest first, and counters.
-	InFlight          []Sent
+	// An ACK owed for data received (RCV.NXT past Last.ACK.sent
+	// means one is), due at DelAckAt (microseconds) if no segment
+	// carries it sooner.
+	AckOwed  bool
+	DelAckAt uint32
+
+	// Segments in flight, oldest first (InitInFlight and Export).
+	InFlight []Sent
+
+	// Export only: counters, and the retransmission deadline
+	// (microseconds; valid while SndUna != SndNxt).
 	SegsIn, SegsOut   uint32
 	BytesIn, BytesOut uint32
-	AckOwed           bool   // data received that no segment sent acknowledged
-	DelAckAt, LossAt  uint32 // microseconds; LossAt valid while SndUna != SndNxt
+	LossAt            uint32
 }
 
 // Sent is one segment in flight: the sequence number just past it and the
@@ -103,6 +111,11 @@ func (f *Flow) Init(st *State) error {
 	}
 	if f.rto == 0 {
 		f.rto = initialRTO
+	}
+	if st.AckOwed || st.LastAckSent != st.RcvNxt {
+		f.flags |= flagAckOwed
+		f.delackAt = st.DelAckAt
+		f.rcvdSinceAck = st.RcvNxt - st.LastAckSent
 	}
 	hl := tcpLen
 	if st.TS {

@@ -72,10 +72,13 @@ type Owned struct {
 	idx     uint32
 	ring    uint32 // the flow's send ring while hasRing
 	hasRing bool   // the flow holds bytes written and unacknowledged
-	key     ownKey
-	live    bool // under the owner's lock: the flow is the connection's
-	ep      *tcp.Endpoint
-	owner   Owner
+	// ackQueued: on the queue's list of ACKs to send at the batch's end
+	// (owned.acks).
+	ackQueued bool
+	key       ownKey
+	live      bool // under the owner's lock: the flow is the connection's
+	ep        *tcp.Endpoint
+	owner     Owner
 }
 
 // owned is a queue's owned fast path.
@@ -94,6 +97,9 @@ type owned struct {
 	// the worker only, so none can come between a lookup and its use.
 	cache [ownCacheSize]atomic.Pointer[Owned]
 
+	// acks are the connections owed an ACK now that no reply carried
+	// yet, sent at the batch's end (worker only).
+	acks []*Owned
 	// cands are the connections the worker's batch delivered segments
 	// for whose owners could be promoted (worker only).
 	cands []ownCand
@@ -106,7 +112,7 @@ type owned struct {
 	stopped bool  // the endpoint stopped: never armed again (timerMu)
 	tick    Ready // the timer's work, on a worker
 
-	clock  tcpip.Clock
+	clock tcpip.Clock
 	// busyToMono turns the worker's busyClock into the stack clock's
 	// time since its zero, at most a few nanoseconds behind it.
 	busyToMono time.Duration
@@ -313,6 +319,36 @@ func (f *Demux) noteCandidate(q *queue, ep *tcp.Endpoint, slot *flowSlotEntry, k
 	q.own.cands = append(q.own.cands, c)
 }
 
+// sendAcks sends the ACKs the batch's segments made owed now and no reply
+// carried; the worker's, at the batch's end.
+func (q *queue) sendAcks() {
+	o := &q.own
+	clk := q.batchClock()
+	for i, e := range o.acks {
+		e.owner.Lock()
+		e.ackQueued = false
+		if e.live {
+			if owed, _ := o.slab.Flow(e.idx).AckOwed(); owed {
+				e.ack(clk)
+			}
+		}
+		e.owner.Unlock()
+		o.acks[i] = nil
+	}
+	o.acks = o.acks[:0]
+}
+
+// batchClock returns the Clock of the RX batches the worker is
+// delivering (from its reading as they began), or the clock's now
+// outside them.
+func (q *queue) batchClock() fastflow.Clock {
+	if q.rxStart != 0 {
+		return fastflow.ClockAt(int64(q.rxStart + q.own.busyToMono))
+	}
+	clk, _ := q.own.now()
+	return clk
+}
+
 // promote hands the batch's candidates to the owned fast path where they
 // are quiet; the worker's, after the batch's TCP processing.
 func (f *Demux) promote(q *queue) {
@@ -390,8 +426,20 @@ func (f *Demux) promoteOne(q *queue, c *ownCand) {
 	o.mu.Unlock()
 	o.promotions.Add(1)
 	c.owner.Owned(e)
-	clk, _ := o.now()
+	clk := q.batchClock()
+	if owed, _ := o.slab.Flow(idx).AckOwed(); owed && o.delack == 0 {
+		e.ack(clk)
+	}
 	o.arm(e, clk)
+}
+
+// ownedDelack is the delayed-ACK time in microseconds the owned fast
+// path keeps (fastflow.DelayedAck unless configured otherwise).
+func (e *Endpoint) ownedDelack() uint32 {
+	if len(e.queues) == 0 || e.queues[0].own.delack == 0 {
+		return 0
+	}
+	return e.queues[0].own.delack
 }
 
 // giveBack returns a connection handed out and not carried after all to
@@ -420,6 +468,12 @@ func (f *Demux) fastState(h *tcp.HandOver, c *ownCand) fastflow.State {
 		SRTT: uint32(h.SRTT.Microseconds()), RTTVar: uint32(h.RTTVar.Microseconds()), RTO: uint32(h.RTO.Microseconds()),
 	}
 	copy(st.SrcMAC[:], f.mac)
+	if h.LastAckSent != h.RcvNxt {
+		// netstack owed an ACK (its delayed-ACK timer, stopped by the
+		// hand-out): due as netstack would have sent it, about.
+		st.AckOwed = true
+		st.DelAckAt = clk.Us + f.ep.ownedDelack()
+	}
 	for _, s := range h.InFlight {
 		st.InFlight = append(st.InFlight, fastflow.Sent{End: s.End, At: fastflow.ClockAt(s.At.Sub(tcpip.MonotonicTime{}).Nanoseconds()).Us})
 	}
@@ -462,12 +516,7 @@ func (q *queue) ownedReceive(e *Owned, frame []byte) bool {
 	f := o.slab.Flow(e.idx)
 	// The batch's time, read by the worker as it began: no clock read
 	// per segment. The handler's writes during Traffic take it too.
-	var clk fastflow.Clock
-	if q.rxStart != 0 {
-		clk = fastflow.ClockAt(int64(q.rxStart + o.busyToMono))
-	} else {
-		clk, _ = o.now()
-	}
+	clk := q.batchClock()
 	o.rxClock, o.inRx, o.rxOwner = clk, true, owner
 	defer func() { o.inRx, o.rxOwner = false, nil }()
 	in, r := f.Receive(frame, clk)
@@ -487,7 +536,13 @@ func (q *queue) ownedReceive(e *Owned, frame []byte) bool {
 		if owed, due := f.AckOwed(); owed {
 			switch {
 			case in.AckNow || o.delack == 0:
-				e.ack(clk)
+				// At the batch's end, if no reply carries it by then:
+				// one pure ACK a flow a batch, however many of its
+				// segments the batch held.
+				if !e.ackQueued {
+					e.ackQueued = true
+					o.acks = append(o.acks, e)
+				}
 			case o.delack != fastflow.DelayedAck && due == clk.Us+fastflow.DelayedAck:
 				// Owed since this segment: due after Config.DelayedAck.
 				f.SetAckDue(clk.Us + o.delack)

@@ -322,9 +322,13 @@ func (e *Endpoint) deliver(q *queue, descs []xsk.Desc) {
 	e.promote(q)
 }
 
-// promote offers the owned fast path the connections the batch delivered
-// segments for, once their TCP processing is done.
+// promote sends the ACKs the owned fast path's segments left owed, and
+// offers it the connections the batch delivered segments for, once
+// their TCP processing is done.
 func (e *Endpoint) promote(q *queue) {
+	if len(q.own.acks) > 0 {
+		q.sendAcks()
+	}
 	if len(q.own.cands) > 0 {
 		e.demux.promote(q)
 	}
