@@ -24,9 +24,11 @@ import (
 //     then a FIN.
 //
 // Neither has congestion control, timers beyond one, options beyond the
-// MSS and window scale, or more state than a bulkFlow. The sink drops a
-// segment past RCV.NXT (counted: a loss before it) and acknowledges
-// RCV.NXT again, so the client retransmits; the source goes back to
+// MSS and window scale, or more state than a bulkFlow. The sink notes
+// the range of a segment past RCV.NXT (counted: a loss before it; up to
+// four ranges, never the bytes) and acknowledges RCV.NXT again at once,
+// so the client retransmits the hole, after which RCV.NXT moves past
+// the ranges, as a receiver with an out-of-order queue does; the source goes back to
 // SND.UNA on three duplicate ACKs or 200 ms without progress (counted),
 // which is all it needs not to deadlock on a loss.
 
@@ -88,6 +90,10 @@ type bulkFlow struct {
 	rcvNxt   uint32
 	received int64
 	finRcvd  bool
+	// holes holds the ranges that arrived past RCV.NXT; with sack the
+	// sink's ACKs carry the first four as SACK blocks (RFC 2018).
+	holes seqRanges
+	sack  bool
 	// The source's sending state: SND.UNA, SND.NXT, the most ever sent,
 	// and the right edge of the client's window, which never moves left.
 	sndUna, sndNxt, sndMax, sndEdge uint32
@@ -104,6 +110,61 @@ type bulkFlow struct {
 	// end is the sequence number of the source's FIN, once ended.
 	end   uint32
 	ended bool
+}
+
+// seqRanges is what a receiver notes of segments that arrived past
+// RCV.NXT: their sequence ranges, merged where they touch, the most
+// recently grown first, up to eight. A range that would make a ninth is
+// not noted (nor acknowledged: the client sends it again).
+type seqRanges struct {
+	r [8][2]uint32 // [start, end)
+	n int
+}
+
+// add notes the range [start, end).
+func (q *seqRanges) add(start, end uint32) {
+	for i := 0; i < q.n; {
+		if r := q.r[i]; !seqGT(start, r[1]) && !seqLT(end, r[0]) { // they touch
+			if seqLT(r[0], start) {
+				start = r[0]
+			}
+			if seqGT(r[1], end) {
+				end = r[1]
+			}
+			q.remove(i)
+			continue
+		}
+		i++
+	}
+	if q.n == len(q.r) {
+		return
+	}
+	copy(q.r[1:q.n+1], q.r[:q.n])
+	q.r[0] = [2]uint32{start, end}
+	q.n++
+}
+
+// remove removes range i, keeping the others' order.
+func (q *seqRanges) remove(i int) {
+	copy(q.r[i:q.n-1], q.r[i+1:q.n])
+	q.n--
+}
+
+// take removes the ranges that start at or before next, which is
+// RCV.NXT, and returns RCV.NXT past them.
+func (q *seqRanges) take(next uint32) uint32 {
+	for i := 0; i < q.n; {
+		if r := q.r[i]; !seqGT(r[0], next) {
+			if seqGT(r[1], next) {
+				next = r[1]
+			}
+			q.remove(i)
+			i = 0
+			continue
+		}
+		i++
+	}
+	return next
 }
 
 // bulkTCP is the floor's TCP sink and source: their flows and settings.
@@ -160,10 +221,11 @@ func (b *bulkTCP) input(f []byte, s tcp4) (int, *bulkFlow) {
 		if s.wscale >= 0 {
 			fl.wscale, ws = uint8(s.wscale), bulkWScale
 		}
+		fl.sack = s.sackOK && !fl.source
 		fl.sndUna, fl.sndNxt, fl.sndMax, fl.recover = s.seq+1, s.seq+1, s.seq+1, s.seq+1
 		fl.sndEdge = s.seq + 1 + uint32(s.wnd) // a SYN's window is not scaled
 		b.r.TCP.Add(1)
-		return fl.writeSynAck(f, b.mss, ws), nil
+		return fl.writeSynAck(f, b.mss, ws, fl.sack), nil
 	}
 	if fl.key != k || s.flags&tcpSyn != 0 {
 		b.stats.Ignored.Add(1)
@@ -195,18 +257,29 @@ func (b *bulkTCP) input(f []byte, s tcp4) (int, *bulkFlow) {
 	}
 	switch d := int32(s.seq - fl.rcvNxt); {
 	case d > 0:
+		// Past a hole: its range is noted (not its bytes, which the
+		// sink never keeps), and RCV.NXT acknowledged at once, as
+		// Linux does, so that the client's fast retransmit comes.
 		b.stats.OutOfOrder.Add(1)
-		return 0, fl // acknowledge RCV.NXT again
+		if n > 0 {
+			fl.holes.add(s.seq, s.seq+uint32(n))
+		}
+		return fl.writeAck(f), nil
 	case d+int32(n) > 0:
 		fresh := s.payload[-d:]
 		if fl.source && fl.rcvNxt == fl.irs+1 && fl.streamFor == 0 && len(fresh) >= 8 {
 			fl.streamFor = min(time.Duration(binary.BigEndian.Uint64(fresh)), MaxStream)
 		}
-		fl.rcvNxt += uint32(len(fresh))
-		fl.received += int64(len(fresh))
+		took := uint32(len(fresh))
+		fl.rcvNxt += took
+		// Ranges that arrived past the hole this filled count now.
+		next := fl.holes.take(fl.rcvNxt)
+		took += next - fl.rcvNxt
+		fl.rcvNxt = next
+		fl.received += int64(took)
 		if !fl.source {
 			b.stats.SinkSegments.Add(1)
-			b.stats.SinkBytes.Add(int64(len(fresh)))
+			b.stats.SinkBytes.Add(int64(took))
 		}
 	}
 	if fin && s.seq+uint32(n) == fl.rcvNxt {
@@ -219,13 +292,26 @@ func (b *bulkTCP) input(f []byte, s tcp4) (int, *bulkFlow) {
 	return 0, fl
 }
 
-// writeSynAck writes the flow's SYN-ACK into f, announcing mss and, if
-// ws ≥ 0, a window scale of ws, and returns its length.
-func (fl *bulkFlow) writeSynAck(f []byte, mss, ws int) int {
-	opts := []byte{tcpOptMSS, 4, byte(mss >> 8), byte(mss), tcpOptNOP, tcpOptWS, 3, byte(ws)}
-	if ws < 0 {
-		opts = opts[:4]
+// writeSynAck writes the flow's SYN-ACK into f, announcing mss, if
+// ws ≥ 0 a window scale of ws, and if sack SACK permitted, and returns
+// its length.
+func (fl *bulkFlow) writeSynAck(f []byte, mss, ws int, sack bool) int {
+	var o [12]byte
+	copy(o[:], []byte{tcpOptMSS, 4, byte(mss >> 8), byte(mss)})
+	n := 4
+	if ws >= 0 {
+		n += copy(o[n:], []byte{tcpOptNOP, tcpOptWS, 3, byte(ws)})
 	}
+	if sack {
+		n += copy(o[n:], []byte{tcpOptNOP, tcpOptNOP, tcpOptSACKOK, 2})
+	}
+	return fl.writeOpts(f, fl.irs, fl.rcvNxt, tcpSyn|tcpAck, o[:n])
+}
+
+// writeOpts writes a segment with no payload and the options opts (a
+// multiple of 4 bytes) into f and returns its length, 0 if f is too
+// short.
+func (fl *bulkFlow) writeOpts(f []byte, seq, ack uint32, flags byte, opts []byte) int {
 	n := fl.tmpl.n + len(opts)
 	if len(f) < n {
 		return 0
@@ -236,10 +322,10 @@ func (fl *bulkFlow) writeSynAck(f []byte, mss, ws int) int {
 	binary.BigEndian.PutUint16(ip[2:], uint16(n-ethLen))
 	binary.BigEndian.PutUint16(ip[10:], ^offload.Fold(offload.Add(fl.tmpl.ipSum, offload.Word(uint16(n-ethLen)))))
 	tcp := f[ethLen+ipv4Len : n]
-	binary.BigEndian.PutUint32(tcp[4:], fl.irs)
-	binary.BigEndian.PutUint32(tcp[8:], fl.rcvNxt)
+	binary.BigEndian.PutUint32(tcp[4:], seq)
+	binary.BigEndian.PutUint32(tcp[8:], ack)
 	tcp[12] = byte(len(tcp)/4) << 4
-	tcp[13] = tcpSyn | tcpAck
+	tcp[13] = flags
 	binary.BigEndian.PutUint16(tcp[16:], 0)
 	binary.BigEndian.PutUint16(tcp[16:], ^offload.Fold(offload.Sum(tcp, offload.PseudoHeader4(ip[12:16], ip[16:20], protoTCP, len(tcp)))))
 	return n
@@ -261,7 +347,18 @@ func (fl *bulkFlow) writeAck(f []byte) int {
 	if !fl.source {
 		seq = fl.sinkSeq()
 	}
-	return fl.tmpl.write(f, seq, fl.rcvNxt, tcpAck, 0, 0, nil)
+	if !fl.sack || fl.holes.n == 0 {
+		return fl.tmpl.write(f, seq, fl.rcvNxt, tcpAck, 0, 0, nil)
+	}
+	// The ranges past the hole as SACK blocks, the latest first.
+	var o [36]byte
+	k := min(fl.holes.n, 4)
+	o[0], o[1], o[2], o[3] = tcpOptNOP, tcpOptNOP, tcpOptSACK, byte(2+8*k)
+	for i, r := range fl.holes.r[:k] {
+		binary.BigEndian.PutUint32(o[4+8*i:], r[0])
+		binary.BigEndian.PutUint32(o[8+8*i:], r[1])
+	}
+	return fl.writeOpts(f, seq, fl.rcvNxt, tcpAck, o[:4+8*k])
 }
 
 // writeCount writes the sink's answer to the client's FIN into f: the

@@ -70,7 +70,7 @@ func TestTCPSink(t *testing.T) {
 	f := bulkSegment(port, isn, 0, tcpSyn, 64240, linuxSynOpts, nil)
 	n, _ := in(f)
 	syn := fromFloor(t, f[:n], port)
-	if syn.flags != tcpSyn|tcpAck || syn.seq != isn || syn.ack != isn+1 || syn.mss != 1460 || syn.wscale != bulkWScale || syn.ts {
+	if syn.flags != tcpSyn|tcpAck || syn.seq != isn || syn.ack != isn+1 || syn.mss != 1460 || syn.wscale != bulkWScale || !syn.sackOK || syn.ts {
 		t.Fatalf("SYN-ACK %+v", syn)
 	}
 	ack := func(fl *bulkFlow, want uint32) {
@@ -100,18 +100,30 @@ func TestTCPSink(t *testing.T) {
 			}
 		}
 	}
-	_, fl := in(bulkSegment(port, next+1000, isn+1, tcpAck, 502, nil, payload[:1000]))
-	ack(fl, next)
+	// Past a hole: acknowledged at once, RCV.NXT again, the range in a
+	// SACK block.
+	f = bulkSegment(port, next+1000, isn+1, tcpAck, 502, nil, payload[:1000])
+	n, _ = in(f)
+	if a := fromFloor(t, f[:n], port); a.flags != tcpAck || a.ack != next || a.seq != isn+1 || len(a.payload) != 0 ||
+		n != tcpTSHdr-tcpTSLen+12 || !bytes.Equal(f[n-12:n-8], []byte{1, 1, 5, 10}) ||
+		binary.BigEndian.Uint32(f[n-8:]) != next+1000 || binary.BigEndian.Uint32(f[n-4:]) != next+2000 {
+		t.Errorf("answer to a segment past a hole: %+v, options % x, want ack %#x and a SACK block", a, f[tcpTSHdr-tcpTSLen:n], next)
+	}
 	if st.OutOfOrder.Load() != 1 {
 		t.Errorf("%d out of order, want 1", st.OutOfOrder.Load())
 	}
+	var fl *bulkFlow
 	_, fl = in(bulkSegment(port, next-500, isn+1, tcpAck, 502, nil, payload[:1000]))
 	next += 500
 	ack(fl, next)
 	_, fl = in(bulkSegment(port, next-1000, isn+1, tcpAck, 502, nil, payload[:1000]))
 	ack(fl, next) // all of it old
-	if st.SinkBytes.Load() != 3500 {
-		t.Errorf("took %d bytes, want 3500", st.SinkBytes.Load())
+	// The hole filled: RCV.NXT moves past the range that came after it.
+	_, fl = in(bulkSegment(port, next, isn+1, tcpAck, 502, nil, payload[:500]))
+	next += 1500
+	ack(fl, next)
+	if st.SinkBytes.Load() != 5000 {
+		t.Errorf("took %d bytes, want 5000", st.SinkBytes.Load())
 	}
 
 	keep := bulkSegment(port, next, isn+1, tcpAck, 502, nil, payload[:1000])
@@ -131,7 +143,7 @@ func TestTCPSink(t *testing.T) {
 		f = bulkSegment(port, next, isn+1, tcpAck|tcpFin, 502, nil, payload[:100])
 		n, _ = in(f)
 		c := fromFloor(t, f[:n], port)
-		if c.flags != tcpAck|tcpPsh|tcpFin || c.seq != isn+1 || c.ack != next+101 || len(c.payload) != 8 || binary.BigEndian.Uint64(c.payload) != 3600 {
+		if c.flags != tcpAck|tcpPsh|tcpFin || c.seq != isn+1 || c.ack != next+101 || len(c.payload) != 8 || binary.BigEndian.Uint64(c.payload) != 5100 {
 			t.Errorf("answer to FIN: %+v, count %x", c, c.payload)
 		}
 	}
@@ -162,6 +174,39 @@ func TestTCPSink(t *testing.T) {
 	b = newBulkTCP(r, &st, 7000, 9000)
 	if n, _ := in(bulkSegment(port, isn, 0, tcpSyn, 64240, linuxSynOpts, nil)); n != 0 {
 		t.Error("a SYN answered at MTU 9000")
+	}
+}
+
+// TestSeqRanges: ranges past RCV.NXT merge where they touch or overlap,
+// across sequence number wrap, the latest grown first, at most eight are
+// kept, and RCV.NXT moves past those that start at or before it.
+func TestSeqRanges(t *testing.T) {
+	base := uint32(0xffffff00) // the ranges from base+256 on wrap
+	var q seqRanges
+	q.add(base+100, base+200)
+	q.add(base+300, base+400)
+	q.add(base+200, base+300) // joins both
+	if q.n != 1 || q.r[0] != [2]uint32{base + 100, base + 400} {
+		t.Fatalf("ranges %v", q.r[:q.n])
+	}
+	for i := range uint32(8) { // seven more, then one too many
+		q.add(base+500+200*i, base+600+200*i)
+	}
+	if q.n != 8 || q.r[0] != [2]uint32{base + 1700, base + 1800} || q.r[7] != [2]uint32{base + 100, base + 400} {
+		t.Fatalf("%d ranges, want 8, the latest first: %v", q.n, q.r[:q.n])
+	}
+	if got := q.take(base + 50); got != base+50 || q.n != 8 {
+		t.Errorf("take before the ranges: %#x, %d left", got, q.n)
+	}
+	if got := q.take(base + 100); got != base+400 || q.n != 7 {
+		t.Errorf("take at a range: %#x, %d left", got, q.n)
+	}
+	q.add(base+350, base+950) // overlaps three
+	if q.n != 5 || q.r[0] != [2]uint32{base + 350, base + 1000} {
+		t.Errorf("after merging: %v", q.r[:q.n])
+	}
+	if got := q.take(base + 400); got != base+1000 || q.n != 4 {
+		t.Errorf("take after merging: %#x, %d left: %v", got, q.n, q.r[:q.n])
 	}
 }
 

@@ -12,13 +12,15 @@ import (
 // TCP header with the timestamp option (NOP, NOP, kind 8) that a Linux or
 // ustack connection carries on every segment.
 const (
-	tcpLen    = 20
-	tcpTSLen  = 12
-	tcpTSHdr  = ethLen + ipv4Len + tcpLen + tcpTSLen // 66
-	tcpOptTS  = 8
-	tcpOptNOP = 1
-	tcpOptMSS = 2
-	tcpOptWS  = 3
+	tcpLen       = 20
+	tcpTSLen     = 12
+	tcpTSHdr     = ethLen + ipv4Len + tcpLen + tcpTSLen // 66
+	tcpOptTS     = 8
+	tcpOptNOP    = 1
+	tcpOptMSS    = 2
+	tcpOptWS     = 3
+	tcpOptSACKOK = 4
+	tcpOptSACK   = 5
 )
 
 // tcpTemplate is one flow's headers, written once and copied into each
@@ -111,6 +113,7 @@ type tcp4 struct {
 	wnd        uint16 // the window field, unscaled
 	mss        uint16 // the MSS option's, 0 without one (a SYN's)
 	wscale     int8   // the window scale option's shift, -1 without one (a SYN's)
+	sackOK     bool   // the SACK-permitted option (a SYN's)
 	payload    []byte // aliases the frame
 	frameLen   int    // Ethernet header and IP datagram
 	ipOptional bool   // the IP header has options
@@ -166,6 +169,8 @@ func parseTCP4(f []byte) (s tcp4, ok bool) {
 			s.mss = binary.BigEndian.Uint16(opts[2:])
 		case opts[0] == tcpOptWS && opts[1] == 3:
 			s.wscale = int8(min(opts[2], 14)) // RFC 7323 §2.3
+		case opts[0] == tcpOptSACKOK && opts[1] == 2:
+			s.sackOK = true
 		}
 		opts = opts[opts[1]:]
 	}
