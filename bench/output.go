@@ -233,7 +233,7 @@ func (r *report) printTables(w io.Writer) {
 		if ks == nil {
 			continue
 		}
-		fmt.Fprintf(w, "\nsingle-flow bulk transfer, %s (Gbit/s of payload; ×k = ratio to kernel, ×floor = to the floor with the same client in the same direction: floor-tcp's stateless TCP sink and source for a kernel TCP client, floor-floor's MTU-sized UDP datagrams with copy-mode AF_XDP at both ends for an AF_XDP client (and server to client for any client where floor-tcp does not run, above MTU 3506); higher is better)\n", b.dir)
+		fmt.Fprintf(w, "\nsingle-flow bulk transfer, %s (Gbit/s of payload; ×k = ratio to kernel, ×floor = to the floor with the same client in the same direction: floor-tcp's stateless TCP sink and source for a kernel TCP client (not above MTU 3506), floor-floor's MTU-sized UDP datagrams with copy-mode AF_XDP at both ends for an AF_XDP client; higher is better)\n", b.dir)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "contender\tGbit/s\tframes/s\t×k\t×floor\tsrv CPU s\tcli CPU s\t")
 		for _, n := range names {
