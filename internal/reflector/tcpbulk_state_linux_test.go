@@ -125,6 +125,13 @@ func TestTCPSink(t *testing.T) {
 	if st.SinkBytes.Load() != 5000 {
 		t.Errorf("took %d bytes, want 5000", st.SinkBytes.Load())
 	}
+	// An ACK with SACK blocks allocates nothing either.
+	fl.holes.add(next+5000, next+6000)
+	sackOut := make([]byte, 2048)
+	if a := testing.AllocsPerRun(100, func() { fl.writeAck(sackOut) }); a != 0 {
+		t.Errorf("%v allocations per ACK with SACK blocks", a)
+	}
+	fl.holes = seqRanges{}
 
 	keep := bulkSegment(port, next, isn+1, tcpAck, 502, nil, payload[:1000])
 	seg := append(make([]byte, 0, 2048), keep...)
