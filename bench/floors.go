@@ -54,24 +54,17 @@ func boundedByFloor(c contender) bool {
 // in this run, where both were measured.
 func (r *report) floorChecks() []floorCheck {
 	var out []floorCheck
-	for _, x := range r.Medians {
+	for i := range r.Medians {
+		x := &r.Medians[i]
 		c := contenderNamed(x.Contender)
 		if c == nil || !boundedByFloor(*c) || x.Error != "" {
 			continue
 		}
-		fname := floorOf(*c, x.Workload)
-		if fname == "" {
-			continue
-		}
-		size := 0
-		if x.Workload == "pingpong" {
-			size = x.Size
-		}
-		f := r.find(fname, x.Workload, size)
+		f := r.floorResult(*c, x)
 		if f == nil {
 			continue
 		}
-		fc := floorCheck{Contender: x.Contender, Floor: fname, Workload: x.Workload, Size: x.Size}
+		fc := floorCheck{Contender: x.Contender, Floor: f.Contender, Workload: x.Workload, Size: x.Size}
 		switch {
 		case x.Workload == "pingpong" && x.RTT != nil && f.RTT != nil:
 			fc.Got, fc.Bound, fc.Unit, fc.LowerIsBetter = x.RTT.P50, f.RTT.P50, "µs", true
@@ -85,6 +78,22 @@ func (r *report) floorChecks() []floorCheck {
 		out = append(out, fc)
 	}
 	return out
+}
+
+// floorResult returns the median x is set against: its workload's (and,
+// for a ping-pong, size's) median of the first of its floors measured in
+// this run (floorOf), or nil.
+func (r *report) floorResult(c contender, x *result) *result {
+	size := 0
+	if x.Workload == "pingpong" {
+		size = x.Size
+	}
+	for _, name := range floorOf(c, x.Workload) {
+		if f := r.find(name, x.Workload, size); f != nil {
+			return f
+		}
+	}
+	return nil
 }
 
 // beatenFloors lists the checks a contender won: measurement bugs.
@@ -139,7 +148,7 @@ func (r *report) rateFloorCell(x *result) string {
 	if c == nil {
 		return "-"
 	}
-	f := r.find(floorOf(*c, "rate"), "rate", 0)
+	f := r.floorResult(*c, x)
 	if f == nil || f == x {
 		return "-"
 	}

@@ -99,9 +99,10 @@ func serveMain(args []string) error {
 	fmt.Println(strings.TrimSpace("READY " + mode))
 	// Commands from the parent, one a line, until it closes stdin:
 	// "reset" clears the ustack server's latency breakdown and the
-	// floor's sink counters, "trace" prints the breakdown as a TRACE
+	// floor's sink and TCP bulk counters, "trace" prints the breakdown as a TRACE
 	// line of JSON ("TRACE null" for other servers), "sink" the floor's
-	// sink counters as a SINK line, "busy" the ustack server's workers'
+	// sink counters as a SINK line, "losses" the losses the floor's TCP
+	// sink and source saw as a LOSSES line, "busy" the ustack server's workers'
 	// busy time (stack.QueueStats.WorkerBusy) in seconds, their number,
 	// their kicks' time (KickTime) and the time their Ps ran other
 	// goroutines (YieldTime) as a BUSY line ("BUSY -1 0 0 0" for other
@@ -115,6 +116,7 @@ func serveMain(args []string) error {
 			}
 			if servedFloor != nil {
 				servedFloor.ResetSink()
+				servedFloor.TCPBulk.Reset()
 			}
 		case "sink":
 			var r reflector.Count
@@ -123,6 +125,12 @@ func serveMain(args []string) error {
 			}
 			b, _ := json.Marshal(r)
 			fmt.Printf("SINK %s\n", b)
+		case "losses":
+			var n int64
+			if servedFloor != nil {
+				n = servedFloor.TCPBulk.Losses()
+			}
+			fmt.Printf("LOSSES %d\n", n)
 		case "busy":
 			busy, workers, kicks, yield := -1.0, 0, 0.0, 0.0
 			if servedStack != nil {

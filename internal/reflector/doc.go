@@ -11,7 +11,14 @@
 // streamed to a requester) on the next two ports: the bulk floors in each
 // direction. With Floor.Fresh its TCP echo copies each payload into a
 // fresh transmit frame behind a per-flow header template, checksum in
-// the copy, as a TCP must.
+// the copy, as a TCP must. On the sink's and the source's ports it also
+// has a TCP sink and a TCP source for a kernel TCP client (the
+// discard and source servers' protocols): the sink takes the stream in
+// order and acknowledges it once a batch (at once past a hole, with
+// SACK blocks), the source sends up to the right edge of the client's
+// window from fresh frames, checksum in the copy; neither keeps more
+// than sequence numbers and a header template per flow, nor has
+// congestion control.
 //
 // The client ends are the same packet code on an AF_XDP socket of their
 // own: a Conn is one UDP flow as a net.Conn (floor-floor); a TCPConn one

@@ -32,6 +32,12 @@ const MaxStream = time.Minute
 //	         to its sender for that long (at most MaxStream): the floor
 //	         of transmitting to a kernel that only counts.
 //
+// On the same two ports TCP has a sink and a source for a kernel TCP
+// client, speaking the bulk workloads' protocols with a few numbers of
+// state a flow (see bulkTCP): the floors of a kernel TCP client's bulk
+// transfer each way. They take single-frame segments only: above a
+// 3506-byte MTU they answer nothing.
+//
 // Everything else is dropped. One goroutine runs it (Run); Sink and
 // ResetSink may be called from others.
 type Floor struct {
@@ -61,6 +67,8 @@ type Floor struct {
 	Fresh bool
 	// Copied counts TCP echoes sent from fresh frames (Fresh).
 	Copied atomic.Int64
+	// TCPBulk counts the TCP sink's and source's work.
+	TCPBulk TCPBulkStats
 
 	sinkFrames, sinkBytes, sinkFirst, sinkLast atomic.Int64
 }
@@ -109,6 +117,18 @@ func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 	if f.Fresh {
 		flows = new(freshFlows)
 	}
+	mtu := f.MTU
+	if mtu == 0 {
+		mtu = 1500
+	}
+	bulk := newBulkTCP(&f.Responder, &f.TCPBulk, f.Port, mtu)
+	// owed holds, per flow of the TCP sink or source owed an ACK in this
+	// batch, the last of its frames, which carries the ACK back.
+	type owedAck struct {
+		fl *bulkFlow
+		d  xsk.Desc
+	}
+	owed := make([]owedAck, 0, 64)
 	start := time.Now()
 	deadline := start.Add(limit)
 	u := f.Sock.UMEM()
@@ -135,10 +155,11 @@ func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 			continue
 		}
 		idle = 0
-		tx, fresh, drop = tx[:0], fresh[:0], drop[:0]
+		tx, fresh, drop, owed = tx[:0], fresh[:0], drop[:0], owed[:0]
 		var sunk, sunkBytes int64
 		var stream udp4
 		var streamFor time.Duration
+		var source *bulkFlow // a TCP source flow whose request came
 		var tsNow uint32
 		if f.Fresh {
 			// One clock read a batch: a millisecond TCP timestamp
@@ -177,6 +198,38 @@ func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 				drop = append(drop, d)
 				continue
 			}
+			if port, isTCP := tcpDstPort(fr); !ok && isTCP && bulk.ports(port) {
+				s, good := parseTCP4(fr)
+				if !good {
+					bulk.stats.Ignored.Add(1)
+					drop = append(drop, d)
+					continue
+				}
+				whole := u.Frame(d.Addr)
+				m, fl := bulk.input(whole[d.Addr&uint64(len(whole)-1):], s)
+				switch {
+				case m > 0:
+					d.Len = uint32(m)
+					tx = append(tx, d)
+				case fl != nil:
+					i := 0
+					for i < len(owed) && owed[i].fl != fl {
+						i++
+					}
+					if i == len(owed) {
+						owed = append(owed, owedAck{fl: fl, d: d})
+					} else {
+						drop = append(drop, owed[i].d)
+						owed[i].d = d
+					}
+				default:
+					drop = append(drop, d)
+				}
+				if fl != nil && fl.source && fl.streamFor > 0 && !fl.started {
+					source = fl
+				}
+				continue
+			}
 			if flows != nil && !ok && len(fr) > ethLen+ipv4Len && fr[ethLen+9] == protoTCP {
 				a, have := f.Sock.Alloc()
 				if !have {
@@ -208,6 +261,16 @@ func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 				drop = append(drop, d)
 			}
 		}
+		// One cumulative ACK a flow a batch, over its last frame.
+		for _, o := range owed {
+			whole := u.Frame(o.d.Addr)
+			if m := o.fl.writeAck(whole[o.d.Addr&uint64(len(whole)-1):]); m > 0 {
+				o.d.Len = uint32(m)
+				tx = append(tx, o.d)
+			} else {
+				drop = append(drop, o.d)
+			}
+		}
 		if sunk > 0 {
 			now := time.Now().UnixNano()
 			f.sinkFirst.CompareAndSwap(0, now)
@@ -235,6 +298,9 @@ func (f *Floor) Run(stop <-chan struct{}, limit time.Duration) {
 		}
 		if streamFor > 0 {
 			f.stream(stream, streamFor, stop, deadline)
+		}
+		if source != nil {
+			f.streamTCP(bulk, source, stop, deadline)
 		}
 	}
 }
@@ -338,9 +404,9 @@ func StartFloor(cfg FloorConfig) (_ *Floor, stop func(), err error) {
 	s := bpf.Steering{Ifindex: ifc.Index, Mode: bpf.AttachNative, Sockets: []int{sock.FD()},
 		Owned: []bpf.Owned{{Addr: cfg.Addr, Flags: bpf.OwnNeigh}}}
 	for i := range uint16(3) {
-		s.Ports = append(s.Ports, bpf.OwnedPort{Addr: cfg.Addr, Proto: bpf.UDP, Port: cfg.Port + i})
+		s.Ports = append(s.Ports, bpf.OwnedPort{Addr: cfg.Addr, Proto: bpf.UDP, Port: cfg.Port + i},
+			bpf.OwnedPort{Addr: cfg.Addr, Proto: bpf.TCP, Port: cfg.Port + i})
 	}
-	s.Ports = append(s.Ports, bpf.OwnedPort{Addr: cfg.Addr, Proto: bpf.TCP, Port: cfg.Port})
 	prog, _, err := bpf.Setup(s)
 	if err != nil {
 		return nil, nil, fmt.Errorf("steer %s to the floor: %w", ifc.Name, err)

@@ -12,11 +12,15 @@ import (
 // TCP header with the timestamp option (NOP, NOP, kind 8) that a Linux or
 // ustack connection carries on every segment.
 const (
-	tcpLen    = 20
-	tcpTSLen  = 12
-	tcpTSHdr  = ethLen + ipv4Len + tcpLen + tcpTSLen // 66
-	tcpOptTS  = 8
-	tcpOptNOP = 1
+	tcpLen       = 20
+	tcpTSLen     = 12
+	tcpTSHdr     = ethLen + ipv4Len + tcpLen + tcpTSLen // 66
+	tcpOptTS     = 8
+	tcpOptNOP    = 1
+	tcpOptMSS    = 2
+	tcpOptWS     = 3
+	tcpOptSACKOK = 4
+	tcpOptSACK   = 5
 )
 
 // tcpTemplate is one flow's headers, written once and copied into each
@@ -106,6 +110,10 @@ type tcp4 struct {
 	ts         bool // the segment carries a timestamp option
 	tsval      uint32
 	tsecr      uint32
+	wnd        uint16 // the window field, unscaled
+	mss        uint16 // the MSS option's, 0 without one (a SYN's)
+	wscale     int8   // the window scale option's shift, -1 without one (a SYN's)
+	sackOK     bool   // the SACK-permitted option (a SYN's)
 	payload    []byte // aliases the frame
 	frameLen   int    // Ethernet header and IP datagram
 	ipOptional bool   // the IP header has options
@@ -133,6 +141,8 @@ func parseTCP4(f []byte) (s tcp4, ok bool) {
 	s.seq = binary.BigEndian.Uint32(tcp[4:])
 	s.ack = binary.BigEndian.Uint32(tcp[8:])
 	s.flags = tcp[13]
+	s.wnd = binary.BigEndian.Uint16(tcp[14:])
+	s.wscale = -1
 	s.payload = tcp[doff:]
 	s.frameLen = ethLen + total
 	s.ipOptional = ihl > ipv4Len
@@ -150,10 +160,17 @@ func parseTCP4(f []byte) (s tcp4, ok bool) {
 		if len(opts) < 2 || int(opts[1]) < 2 || int(opts[1]) > len(opts) {
 			return s, true
 		}
-		if opts[0] == tcpOptTS && opts[1] == 10 {
+		switch {
+		case opts[0] == tcpOptTS && opts[1] == 10:
 			s.ts = true
 			s.tsval = binary.BigEndian.Uint32(opts[2:])
 			s.tsecr = binary.BigEndian.Uint32(opts[6:])
+		case opts[0] == tcpOptMSS && opts[1] == 4:
+			s.mss = binary.BigEndian.Uint16(opts[2:])
+		case opts[0] == tcpOptWS && opts[1] == 3:
+			s.wscale = int8(min(opts[2], 14)) // RFC 7323 §2.3
+		case opts[0] == tcpOptSACKOK && opts[1] == 2:
+			s.sackOK = true
 		}
 		opts = opts[opts[1]:]
 	}
