@@ -172,6 +172,8 @@ func TestFindRun(t *testing.T) {
 		{"one", frames[:1], 0},
 		{"all", frames, len(frames)},
 		{"first not TCP", append([][]byte{frames[0][:20]}, frames[1:]...), 0},
+		{"other flow second", [][]byte{frames[0], otherPort(frames[1])}, 0},
+		{"other flow third", [][]byte{frames[0], frames[1], otherPort(frames[2])}, 2},
 	} {
 		if got := FindRun(segs, c.frames); len(got) != c.want {
 			t.Errorf("%s: run of %d, want %d", c.name, len(got), c.want)
@@ -180,6 +182,14 @@ func TestFindRun(t *testing.T) {
 	if a := testing.AllocsPerRun(100, func() { segs = FindRun(segs, frames) }); a != 0 {
 		t.Errorf("FindRun: %.1f allocations, want 0", a)
 	}
+}
+
+// otherPort returns a copy of frame f with its TCP source port changed:
+// another flow's segment (its checksum no longer matters to FindRun).
+func otherPort(f []byte) []byte {
+	g := append([]byte(nil), f...)
+	g[34]++
+	return g
 }
 
 func BenchmarkCoalesce(b *testing.B) {
