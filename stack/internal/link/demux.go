@@ -117,6 +117,12 @@ func (f *Demux) deliver(q *queue, frame []byte, v *buffer.View) bool {
 				v.Release()
 			}
 			f.count()
+			if q.deferred.solo {
+				// A request alone in its batch: its reply leaves now,
+				// not after the rest of the worker's turn (as
+				// Stream.runDirect's FlushIfSolo).
+				q.flushTx()
+			}
 			return true
 		}
 	}
