@@ -104,14 +104,16 @@ type pinger struct {
 	done     chan error
 }
 
-func (p *pinger) OnOpen(s *stack.Stream) { p.send(s) }
+func (p *pinger) OnOpen(s *stack.Stream) { p.send(s, time.Now()) }
 
-func (p *pinger) send(s *stack.Stream) {
+// send sends the next request; now is the clock's time (the previous
+// echo's arrival, read once for both).
+func (p *pinger) send(s *stack.Stream, now time.Time) {
 	if len(p.msg) >= 8 {
 		binary.BigEndian.PutUint64(p.msg, uint64(p.round))
 	}
 	p.got = 0
-	p.t0 = time.Now()
+	p.t0 = now
 	if _, err := s.Write(p.msg); err != nil {
 		p.fail(s, fmt.Errorf("write: %w", err))
 	}
@@ -152,7 +154,7 @@ func (p *pinger) OnTraffic(s *stack.Stream, b []byte) {
 			}
 		}
 		p.round++
-		p.send(s)
+		p.send(s, now)
 	}
 }
 
