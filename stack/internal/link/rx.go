@@ -46,6 +46,16 @@ func idleYieldEvery(procs, workers int) int {
 // of its OS thread (sched_yield).
 const osYield = 256
 
+// osYieldBusy is the longest a worker that keeps finding work holds its
+// CPU without a yield of its OS thread. Under a flood the RX ring is
+// seldom empty for osYield polls in a row, and the threads that wake on
+// the worker's CPU meanwhile (the application's, a local peer's, the
+// softirq work they raise) would otherwise wait for the scheduler to
+// preempt the worker at the end of its slice, a millisecond or more, at
+// each step of a legitimate connection. A yield with nothing else
+// runnable costs a syscall, under 1% of osYieldBusy.
+const osYieldBusy = 50 * time.Microsecond
+
 func (e *Endpoint) loadDispatcher() gstack.NetworkDispatcher {
 	e.mu.RLock()
 	d := e.dispatcher
@@ -63,6 +73,8 @@ func (e *Endpoint) worker(i int, q *queue) {
 		pinToCPU(i % runtime.NumCPU())
 	}
 	var idleSince time.Time
+	// lastOSYield is when the worker last yielded its thread (busyClock).
+	var lastOSYield time.Duration
 	idle := 0
 	behind := 0 // loops in a row that left a full batch on the RX ring
 	// runtime.GOMAXPROCS takes the scheduler's lock: read it when the
@@ -158,6 +170,10 @@ func (e *Endpoint) worker(i int, q *queue) {
 			}
 			behind = 0
 			now := q.addBusy(start)
+			if now-lastOSYield > osYieldBusy {
+				osYieldNow()
+				lastOSYield = now
+			}
 			if q.takeWoke() {
 				// The TCP processing in runDeferred readied the
 				// application goroutines it had data for, most likely
@@ -182,6 +198,7 @@ func (e *Endpoint) worker(i int, q *queue) {
 			// peer process on a small machine) in: a spinning thread
 			// otherwise keeps them waiting until the scheduler tick.
 			osYieldNow()
+			lastOSYield = busyClock()
 			yieldEvery = idleYieldEvery(runtime.GOMAXPROCS(0), len(e.queues))
 		}
 		switch e.poll {
