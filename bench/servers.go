@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,6 +86,14 @@ func startServer(contender, iface, poll string, port uint16, upstream, handler b
 		}
 		// Another: Config.SynCookies ("auto" or "always").
 		cfg.SynCookies = os.Getenv("USTACK_BENCH_SYNCOOKIES")
+		// And Config.UMEMSize in MiB (unset: the default).
+		if v := os.Getenv("USTACK_BENCH_UMEM_MIB"); v != "" {
+			mib, err := strconv.Atoi(v)
+			if err != nil || mib <= 0 {
+				return nil, "", fmt.Errorf("USTACK_BENCH_UMEM_MIB=%q: not a positive number of MiB", v)
+			}
+			cfg.UMEMSize = mib << 20
+		}
 		switch offload {
 		case "":
 		case "no-gso":
