@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,6 +90,14 @@ func startServer(contender, iface, poll string, port uint16, upstream, handler b
 			if cfg.SynCookies, err = stack.ParseSynCookieMode(v); err != nil {
 				return nil, "", fmt.Errorf("USTACK_BENCH_SYNCOOKIES: %w", err)
 			}
+		}
+		// And Config.UMEMSize in MiB (unset: the default).
+		if v := os.Getenv("USTACK_BENCH_UMEM_MIB"); v != "" {
+			mib, err := strconv.Atoi(v)
+			if err != nil || mib <= 0 {
+				return nil, "", fmt.Errorf("USTACK_BENCH_UMEM_MIB=%q: not a positive number of MiB", v)
+			}
+			cfg.UMEMSize = mib << 20
 		}
 		switch offload {
 		case "":

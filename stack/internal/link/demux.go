@@ -429,45 +429,6 @@ func (f *Demux) answerSyn(q *queue, frame []byte, ipLen int, th header.TCP, id *
 	return true
 }
 
-// nextHop puts in dst the MAC of the default router through which the
-// SYN-ACK to id's off-link peer goes, and returns tcp.NumSynVerdicts, or
-// the verdict that leaves the SYN to netstack: SynMissRoute with no
-// router of the peer's family, SynMissUnresolved while its MAC is not
-// known (netstack's neighbour cache then starts resolving it, and a
-// stale entry is confirmed as any packet sent to it would).
-func (f *Demux) nextHop(q *queue, ipLen int, id *gstack.TransportEndpointID, dst *[6]byte) SynVerdict {
-	fam, gw, proto := 0, f.gw4, header.IPv4ProtocolNumber
-	if ipLen != header.IPv4MinimumSize {
-		fam, gw, proto = 1, f.gw6, header.IPv6ProtocolNumber
-	}
-	if gw.BitLen() == 0 {
-		return SynMissRoute
-	}
-	// With a MAC in the router's entry, the neighbour cache calls
-	// nextHopFound before it returns; without, it queues the call for
-	// when resolution ends, and until then the SYNs go to netstack:
-	// one queued call per family, not one per SYN of a flood.
-	if !q.nextHopPending[fam].CompareAndSwap(false, true) {
-		return SynMissUnresolved
-	}
-	switch err := f.ns.GetLinkAddress(f.nic, gw, id.LocalAddress, proto, q.nextHopFound[fam]); err.(type) {
-	case nil:
-	case *tcpip.ErrWouldBlock:
-		return SynMissUnresolved
-	default:
-		q.nextHopPending[fam].Store(false)
-		return SynMissUnresolved
-	}
-	mac := q.nextHop[fam].Load()
-	if mac == 0 {
-		return SynMissUnresolved
-	}
-	for i := range dst {
-		dst[i] = byte(mac >> (8 * (5 - i)))
-	}
-	return tcp.NumSynVerdicts
-}
-
 // SynVerdict is a verdict synFast counts: a tcp.SynVerdict, or one of the
 // worker's own.
 type SynVerdict = tcp.SynVerdict

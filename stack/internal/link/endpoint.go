@@ -77,15 +77,9 @@ type queue struct {
 	// listener's SYN with a cookie (Options.RxFrames / 2; tests set it
 	// with SetRxPressure).
 	rxPressure atomic.Int64
-	// nextHop holds, per family (IPv4, IPv6), the default router's MAC
-	// as netstack's neighbour cache last gave it to nextHopFound, in the
-	// low 48 bits with bit 48 set (0: none yet), for the SYN-ACKs the
-	// worker sends to off-link peers (Demux.nextHop). nextHopPending is
-	// set while a call of nextHopFound is due: the lookup under way, or
-	// a resolution the lookup started.
-	nextHop        [2]atomic.Uint64
-	nextHopFound   [2]func(gstack.LinkResolutionResult)
-	nextHopPending [2]atomic.Bool
+	// nextHops are the default routers, per family (IPv4, IPv6), for
+	// the SYN-ACKs the worker sends to off-link peers (Demux.nextHop).
+	nextHops [2]nextHopCache
 	// flows is early demux's cache of established connections.
 	flows flowCache
 	// own is the owned fast path's state (owned.go).
@@ -204,18 +198,8 @@ func New(ios []frameio.IO, o Options) *Endpoint {
 			q.rxPressure.Store(math.MaxInt64)
 		}
 		q.deferred.work = make([]gstack.DeferredWork, 0, BatchSize)
-		for fam := range q.nextHopFound {
-			q.nextHopFound[fam] = func(r gstack.LinkResolutionResult) {
-				defer q.nextHopPending[fam].Store(false)
-				if r.Err != nil || len(r.LinkAddress) != 6 {
-					return
-				}
-				v := uint64(1) << 48
-				for i := 0; i < 6; i++ {
-					v |= uint64(r.LinkAddress[i]) << (8 * (5 - i))
-				}
-				q.nextHop[fam].Store(v)
-			}
+		for fam := range q.nextHops {
+			q.nextHops[fam].init()
 		}
 		e.queues = append(e.queues, q)
 	}

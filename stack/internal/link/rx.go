@@ -46,6 +46,16 @@ func idleYieldEvery(procs, workers int) int {
 // of its OS thread (sched_yield).
 const osYield = 256
 
+// osYieldBusy is the longest a worker that keeps finding work holds its
+// CPU without a yield of its OS thread. Under a flood the RX ring is
+// seldom empty for osYield polls in a row, and the threads that wake on
+// the worker's CPU meanwhile (the application's, a local peer's, the
+// softirq work they raise) would otherwise wait for the scheduler to
+// preempt the worker at the end of its slice, a millisecond or more, at
+// each step of a legitimate connection. A yield with nothing else
+// runnable costs a syscall, under 1% of osYieldBusy.
+const osYieldBusy = 50 * time.Microsecond
+
 func (e *Endpoint) loadDispatcher() gstack.NetworkDispatcher {
 	e.mu.RLock()
 	d := e.dispatcher
@@ -63,6 +73,9 @@ type workerState struct {
 	// reads it when it starts and then only every osYield empty polls,
 	// not at every request.
 	yieldEvery int
+	// lastOSYield is when the worker last yielded its thread
+	// (busyClock).
+	lastOSYield time.Duration
 }
 
 // worker runs one queue's RX loop until the endpoint stops. Each turn
@@ -203,6 +216,10 @@ func (e *Endpoint) endBusyTurn(q *queue, w *workerState, start time.Duration, n 
 	}
 	w.behind = 0
 	now := q.addBusy(start)
+	if now-w.lastOSYield > osYieldBusy {
+		osYieldNow()
+		w.lastOSYield = now
+	}
 	if q.takeWoke() {
 		// The TCP processing in runDeferred readied the application
 		// goroutines it had data for, most likely into this P's
@@ -227,6 +244,7 @@ func (e *Endpoint) idleTurn(q *queue, w *workerState) {
 		// peer process on a small machine) in: a spinning thread
 		// otherwise keeps them waiting until the scheduler tick.
 		osYieldNow()
+		w.lastOSYield = busyClock()
 		w.yieldEvery = idleYieldEvery(runtime.GOMAXPROCS(0), len(e.queues))
 	}
 	switch e.poll {
