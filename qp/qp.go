@@ -667,11 +667,9 @@ func (q *QP) checkSend(wr *SendWR) error {
 		}
 	}
 	for _, s := range wr.SGL {
-		mr, _, ok := q.dev.lookup(s.Key, q.pd, need, s.Offset, uint64(s.Len))
-		if !ok {
+		if _, ok := q.dev.probe(s.Key, q.pd, need, s.Offset, uint64(s.Len)); !ok {
 			return fmt.Errorf("%w: key %#x [%d, +%d)", ErrLocalKey, s.Key, s.Offset, s.Len)
 		}
-		mr.mu.RUnlock()
 		total += uint64(s.Len)
 	}
 	if total > 1<<31 {

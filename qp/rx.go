@@ -317,20 +317,15 @@ func (q *QP) placeSend(s *segment) {
 
 // invalidate ends remote access to this domain's region key.
 func (q *QP) invalidate(key uint32) bool {
-	mrs := *q.dev.mrs.Load()
-	idx := key >> 8
-	if idx == 0 || idx >= uint32(len(mrs)) {
-		return false
-	}
-	mr := mrs[idx]
-	if mr == nil || mr.key != key || mr.pd != q.pd || mr.access&remoteRights == 0 {
+	mr := q.dev.find(key)
+	if mr == nil || mr.pd != q.pd || mr.access&remoteRights == 0 {
 		return false
 	}
 	mr.mu.Lock()
-	ok := mr.valid && !mr.invalidated
-	mr.invalidated = true
+	f := mr.revoked.Load()
+	mr.revoked.Store(f | mrInvalidated)
 	mr.mu.Unlock()
-	return ok
+	return f == 0
 }
 
 func (q *QP) pushRecv(wc WC) {
@@ -362,12 +357,11 @@ func (q *QP) recvReadRequest(s *segment) {
 		return
 	}
 	if rr.size > 0 {
-		mr, c, ok := q.dev.lookup(rr.srcSTag, q.pd, RemoteRead, rr.srcTO, uint64(rr.size))
-		if !ok {
+		// Checked now, read when the response is sent (fill).
+		if c, ok := q.dev.probe(rr.srcSTag, q.pd, RemoteRead, rr.srcTO, uint64(rr.size)); !ok {
 			q.protoFail(nil, c)
 			return
 		}
-		mr.mu.RUnlock()
 	}
 	if !q.queueResponse(response{kind: respRead, rr: rr}) {
 		q.protoFail(nil, termRemoteOp) // more Reads than IRD
