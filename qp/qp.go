@@ -594,8 +594,8 @@ func (q *QP) postFast(wr *SendWR) bool {
 	if !ok {
 		return false
 	}
-	s := sqSlot{wr: *wr}
-	switch ok, err := q.encode(&s); {
+	// No slot: nothing reads the sequence number of a Send or Write.
+	switch ok, err := q.encode(wr, 0); {
 	case err != nil:
 		q.fail(err, 0)
 	case !ok:
