@@ -131,6 +131,12 @@ func (q *QP) handle(f []byte) {
 
 // handleULPDU processes the ULPDU of an FPDU whose CRC is good.
 func (q *QP) handleULPDU(u []byte) {
+	if len(u) >= taggedHdrLen && u[0]&^ddpLast == ddpTagged|ddpVersion && u[1] == rdmapVer<<6|byte(OpWrite) {
+		// A Write segment with its reserved bits clear, the most common
+		// kind, taken as parseSegment would, without decoding the rest.
+		q.placeWrite(binary.BigEndian.Uint32(u[2:]), binary.BigEndian.Uint64(u[6:]), u[taggedHdrLen:])
+		return
+	}
 	s, err := parseSegment(u)
 	if err != nil {
 		var he *errHeader
@@ -140,7 +146,7 @@ func (q *QP) handleULPDU(u []byte) {
 	}
 	if s.tagged {
 		if s.op == OpWrite {
-			q.placeWrite(&s)
+			q.placeWrite(s.stag, s.to, s.data)
 		} else {
 			q.placeReadResponse(&s)
 		}
@@ -192,18 +198,18 @@ func (q *QP) handleULPDU(u []byte) {
 	}
 }
 
-// placeWrite lands an RDMA Write. A zero-length Write touches no memory
-// and is not checked.
-func (q *QP) placeWrite(s *segment) {
-	if len(s.data) == 0 {
+// placeWrite lands a segment of an RDMA Write, data at to in the region
+// stag. A zero-length Write touches no memory and is not checked.
+func (q *QP) placeWrite(stag uint32, to uint64, data []byte) {
+	if len(data) == 0 {
 		return
 	}
-	mr, c, ok := q.dev.lookup(s.stag, q.pd, RemoteWrite, s.to, uint64(len(s.data)))
+	mr, c, ok := q.dev.lookup(stag, q.pd, RemoteWrite, to, uint64(len(data)))
 	if !ok {
 		q.protoFail(nil, c)
 		return
 	}
-	copy(mr.buf[s.to:], s.data)
+	copy(mr.buf[to:], data)
 	mr.mu.RUnlock()
 }
 
