@@ -62,10 +62,12 @@ func (q *QP) input(p []byte) bool {
 			q.handle(q.stage[:total])
 		}
 	}
-	select {
-	case q.placed <- struct{}{}:
-		q.placedWoke = true
-	default:
+	if len(q.placed) == 0 { // else a notification is pending, which stands for this one too
+		select {
+		case q.placed <- struct{}{}:
+			q.placedWoke = true
+		default:
+		}
 	}
 	return !q.failed
 }

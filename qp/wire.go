@@ -114,7 +114,7 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // padLen is the pad after a ULPDU of n bytes.
-func padLen(n int) int { return (4 - (n+fpduLenLen)%4) % 4 }
+func padLen(n int) int { return -(n + fpduLenLen) & 3 }
 
 // fpduLen is the length of the FPDU that frames a ULPDU of n bytes.
 func fpduLen(n int) int { return fpduLenLen + n + padLen(n) + crcLen }
