@@ -130,7 +130,7 @@ func testCRCPathsAgree(t *testing.T) {
 		buf[i] = byte(i*31 + i>>8)
 	}
 	eachCRCPath(t, func(t *testing.T) {
-		for _, n := range []int{0, 1, 7, 8, 15, 16, 63, 64, 65, 79, 80, 255, 256, 257, 263, 264, 1448, 1453, 9000} {
+		for _, n := range []int{0, 1, 7, 8, 15, 16, 63, 64, 65, 79, 80, 127, 128, 129, 143, 144, 255, 256, 257, 263, 264, 1448, 1453, 9000} {
 			for _, off := range []int{0, 1, 7} {
 				a, b, c := buf[off:off+n], buf[10000+off:10000+off+n], buf[20000:20000+max(0, n-3)]
 				want := crc32.Checksum(a, castagnoli)
