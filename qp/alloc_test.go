@@ -282,17 +282,35 @@ func (s *wireSide) feed(to *wireSide) {
 // and placements, two handler calls. BenchmarkMemHandlerPingPong and
 // BenchmarkMemQueuePairHandlerPingPong in package stack add the TCP
 // around it.
-func BenchmarkEngineHandlerRoundTrip(b *testing.B) {
+func BenchmarkEngineHandlerRoundTrip(b *testing.B) { engineRoundTrip(b, 0) }
+
+// BenchmarkEngineHandlerRoundTripSignaled is
+// BenchmarkEngineHandlerRoundTrip with signaled Writes, whose
+// completions each handler polls.
+func BenchmarkEngineHandlerRoundTripSignaled(b *testing.B) { engineRoundTrip(b, Signaled) }
+
+func engineRoundTrip(b *testing.B, flags SendFlags) {
 	x, y := wirePair(b)
-	var rounds [2]int
+	var rounds, completions [2]int
 	for i, s := range []*wireSide{x, y} {
 		tag := byte(0)
+		s.wr[0].Flags = flags
+		var wc [4]WC
 		s.onInput = func() {
 			if s.buf[127] == tag {
 				return
 			}
 			tag = s.buf[127]
 			rounds[i]++
+			if flags&Signaled != 0 {
+				// The completion of this side's last Write.
+				for n := s.cq.Poll(wc[:]); n > 0; n-- {
+					if wc[n-1].Status != StatusSuccess {
+						b.Fatalf("completion %+v", wc[n-1])
+					}
+					completions[i]++
+				}
+			}
 			s.buf[63] = tag + 1
 			if _, err := s.q.PostSend(s.wr[:]); err != nil {
 				b.Fatal(err)
@@ -308,5 +326,8 @@ func BenchmarkEngineHandlerRoundTrip(b *testing.B) {
 	}
 	if rounds[0] == 0 || rounds[0] != rounds[1] || x.q.Err() != nil || y.q.Err() != nil {
 		b.Fatalf("rounds %v (%v, %v)", rounds, x.q.Err(), y.q.Err())
+	}
+	if flags&Signaled != 0 && (completions[0] != rounds[0] || completions[1] != rounds[1]-1) {
+		b.Fatalf("%v completions in %v rounds", completions, rounds)
 	}
 }

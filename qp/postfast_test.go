@@ -86,3 +86,39 @@ func TestPostFast(t *testing.T) {
 		t.Fatal(x.q.Err(), y.q.Err())
 	}
 }
+
+// TestPostFastSignaledOrder: a signaled Write posted from a handler
+// behind an outstanding Read goes out at once, but its completion waits
+// for the Read's: completions keep the order of posting.
+func TestPostFastSignaledOrder(t *testing.T) {
+	x, y := wirePair(t)
+	rd := SendWR{ID: 1, Op: WRRead, Flags: Signaled, SGL: []SGE{{0, 8, x.mr.Key()}}, RemoteKey: y.mr.Key(), RemoteOffset: 64}
+	if _, err := x.q.PostSend([]SendWR{rd}); err != nil {
+		t.Fatal(err)
+	}
+	x.feed(y) // y answers the Read Request; its response waits in y's out
+	wr := x.wr[0]
+	wr.ID, wr.Flags = 2, Signaled
+	x.q.inHandler.Store(true)
+	_, err := x.q.PostSend([]SendWR{wr})
+	x.q.inHandler.Store(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x.c.out) == 0 || x.q.sent != x.q.tail {
+		t.Fatalf("signaled Write behind a Read: %d bytes out, sent %d of %d", len(x.c.out), x.q.sent, x.q.tail)
+	}
+	var wc [4]WC
+	if n := x.cq.Poll(wc[:]); n != 0 {
+		t.Fatalf("%d completions before the Read's response, first %+v", n, wc[0])
+	}
+	y.feed(x) // the Read Response
+	if n := x.cq.Poll(wc[:]); n != 2 || wc[0].ID != 1 || wc[1].ID != 2 ||
+		wc[0].Status != StatusSuccess || wc[1].Status != StatusSuccess {
+		t.Fatalf("completions %+v, want the Read's (1) then the Write's (2), both successful", wc[:n])
+	}
+	x.feed(y)
+	if x.q.Err() != nil || y.q.Err() != nil {
+		t.Fatal(x.q.Err(), y.q.Err())
+	}
+}

@@ -538,19 +538,7 @@ func (q *QP) PostSend(wrs []SendWR) (int, error) {
 			err = ErrQueueFull
 			break
 		}
-		s := &q.sq[q.tail%uint64(len(q.sq))]
-		s.wr = *wr
-		s.sgl = append(s.sgl[:0], wr.SGL...)
-		s.wr.SGL = s.sgl
-		if wr.Flags&Inline != 0 {
-			s.inline = append(s.inline[:0], wr.Inline...)
-			s.wr.Inline = s.inline
-		} else {
-			s.wr.Inline = nil
-		}
-		s.seq = q.tail
-		s.done, s.status, s.len = false, StatusSuccess, 0
-		q.tail++
+		q.pushSlotLocked(wr)
 		q.mu.Unlock()
 		posted++
 	}
@@ -569,49 +557,111 @@ func (q *QP) PostSend(wrs []SendWR) (int, error) {
 	return posted, err
 }
 
-// fastWR reports whether wr may take postFast: an unsignaled,
-// unfenced Send or Write, which nothing completes.
+// pushSlotLocked takes the next send-queue slot, which the caller has
+// checked is free, for wr. Caller holds mu.
+func (q *QP) pushSlotLocked(wr *SendWR) {
+	s := &q.sq[q.tail%uint64(len(q.sq))]
+	s.wr = *wr
+	s.sgl = append(s.sgl[:0], wr.SGL...)
+	s.wr.SGL = s.sgl
+	if wr.Flags&Inline != 0 {
+		s.inline = append(s.inline[:0], wr.Inline...)
+		s.wr.Inline = s.inline
+	} else {
+		s.wr.Inline = nil
+	}
+	s.seq = q.tail
+	s.done, s.status, s.len = false, StatusSuccess, 0
+	q.tail++
+}
+
+// fastWR reports whether wr may take postFast: an unfenced Send or
+// Write.
 func fastWR(wr *SendWR) bool {
-	return (wr.Op == WRWrite || wr.Op == WRSend) && wr.Flags&^(Inline|Solicited) == 0
+	return (wr.Op == WRWrite || wr.Op == WRSend) && wr.Flags&^(Inline|Solicited|Signaled) == 0
 }
 
 // postFast sends wr, a request fastWR takes that checkSend has passed,
 // from an OnInput handler, as header prediction does for TCP: when the
 // send queue is idle (every request posted is encoded) and the transmit
-// buffer has room, wr is encoded straight into it and written out,
-// without a send-queue slot. An unsignaled Send or Write has no
-// completion to order, and holding txMu puts its FPDUs after everything
-// encoded before it and before everything after. It reports false,
-// having done nothing, when PostSend's ordinary path must run.
+// buffer has room, wr is encoded straight into it and written out. An
+// unsignaled Send or Write has no completion to order, and takes no
+// send-queue slot; holding txMu puts its FPDUs after everything encoded
+// before it and before everything after. A signaled one takes a slot,
+// marked encoded as it is taken, and, once written out, completes in the
+// same hold of mu that retires the slot, rather than in a pump's pass
+// over the queue. It reports false, having done nothing, when PostSend's
+// ordinary path must run.
 func (q *QP) postFast(wr *SendWR) bool {
 	if !q.txMu.TryLock() {
 		return false
 	}
 	defer q.txMu.Unlock()
+	signaled := wr.Flags&Signaled != 0
 	q.mu.Lock()
 	ok := q.state == StateRTS && q.sent == q.tail && q.txFits(q.fpdus(wr)*q.cfg.MaxFPDU)
+	seq := q.tail
+	if ok && signaled {
+		// Only behind requests all handed to the transport (as the
+		// pump leaves them when it writes everything), with a slot
+		// free. It is handed as soon as it is encoded, as the pump
+		// assumes, until a write says otherwise.
+		ok = q.handed == seq && seq-q.head < uint64(len(q.sq))
+		if ok {
+			q.pushSlotLocked(wr)
+			q.sent, q.handed = q.tail, q.tail
+		}
+	}
 	q.mu.Unlock()
 	if !ok {
 		return false
 	}
-	s := sqSlot{wr: *wr}
-	switch ok, err := q.encode(&s); {
+	switch ok, err := q.encode(wr, seq); {
 	case err != nil:
+		q.unhand(signaled, seq)
 		q.fail(err, 0)
+	case !ok && signaled:
+		// The region went away since checkSend: as in pumpLocked.
+		q.mu.Lock()
+		q.handed = seq
+		q.slotDone(seq, StatusLocalProtection, 0)
+		q.mu.Unlock()
+		q.fail(ErrLocalKey, 0)
 	case !ok:
-		// The region went away since checkSend: as in pumpLocked, the
-		// request fails with a completion of its own, after those of
-		// the requests before it (the flush).
+		// As in pumpLocked, the request fails with a completion of its
+		// own, after those of the requests before it (the flush).
 		q.fail(ErrLocalKey, 0)
 		q.cfg.SendCQ.push(WC{ID: wr.ID, Status: StatusLocalProtection, Op: wcOp(wr.Op), QPN: q.num})
 	default:
-		if err := q.txTryFlush(); err != nil {
+		switch err := q.txTryFlush(); {
+		case err != nil:
+			q.unhand(signaled, seq)
 			q.fail(&ConnError{err}, 0)
-		} else if q.txPending() {
+		case q.txPending():
+			// The transmit goroutine's pump writes the rest and
+			// completes the request.
+			q.unhand(signaled, seq)
 			q.wake()
+		case signaled:
+			q.mu.Lock()
+			if q.state == StateRTS {
+				q.slotDone(seq, StatusSuccess, 0)
+				q.completeLocked()
+			}
+			q.mu.Unlock()
 		}
 	}
 	return true
+}
+
+// unhand undoes postFast's assumption that the signaled request seq is
+// handed to the transport.
+func (q *QP) unhand(signaled bool, seq uint64) {
+	if signaled {
+		q.mu.Lock()
+		q.handed = seq
+		q.mu.Unlock()
+	}
 }
 
 func isSendOrWrite(op WROpcode) bool {
@@ -667,11 +717,9 @@ func (q *QP) checkSend(wr *SendWR) error {
 		}
 	}
 	for _, s := range wr.SGL {
-		mr, _, ok := q.dev.lookup(s.Key, q.pd, need, s.Offset, uint64(s.Len))
-		if !ok {
+		if _, ok := q.dev.probe(s.Key, q.pd, need, s.Offset, uint64(s.Len)); !ok {
 			return fmt.Errorf("%w: key %#x [%d, +%d)", ErrLocalKey, s.Key, s.Offset, s.Len)
 		}
-		mr.mu.RUnlock()
 		total += uint64(s.Len)
 	}
 	if total > 1<<31 {

@@ -62,10 +62,12 @@ func (q *QP) input(p []byte) bool {
 			q.handle(q.stage[:total])
 		}
 	}
-	select {
-	case q.placed <- struct{}{}:
-		q.placedWoke = true
-	default:
+	if len(q.placed) == 0 { // else a notification is pending, which stands for this one too
+		select {
+		case q.placed <- struct{}{}:
+			q.placedWoke = true
+		default:
+		}
 	}
 	return !q.failed
 }
@@ -131,6 +133,12 @@ func (q *QP) handle(f []byte) {
 
 // handleULPDU processes the ULPDU of an FPDU whose CRC is good.
 func (q *QP) handleULPDU(u []byte) {
+	if len(u) >= taggedHdrLen && u[0]&^ddpLast == ddpTagged|ddpVersion && u[1] == rdmapVer<<6|byte(OpWrite) {
+		// A Write segment with its reserved bits clear, the most common
+		// kind, taken as parseSegment would, without decoding the rest.
+		q.placeWrite(binary.BigEndian.Uint32(u[2:]), binary.BigEndian.Uint64(u[6:]), u[taggedHdrLen:])
+		return
+	}
 	s, err := parseSegment(u)
 	if err != nil {
 		var he *errHeader
@@ -140,7 +148,7 @@ func (q *QP) handleULPDU(u []byte) {
 	}
 	if s.tagged {
 		if s.op == OpWrite {
-			q.placeWrite(&s)
+			q.placeWrite(s.stag, s.to, s.data)
 		} else {
 			q.placeReadResponse(&s)
 		}
@@ -192,18 +200,18 @@ func (q *QP) handleULPDU(u []byte) {
 	}
 }
 
-// placeWrite lands an RDMA Write. A zero-length Write touches no memory
-// and is not checked.
-func (q *QP) placeWrite(s *segment) {
-	if len(s.data) == 0 {
+// placeWrite lands a segment of an RDMA Write, data at to in the region
+// stag. A zero-length Write touches no memory and is not checked.
+func (q *QP) placeWrite(stag uint32, to uint64, data []byte) {
+	if len(data) == 0 {
 		return
 	}
-	mr, c, ok := q.dev.lookup(s.stag, q.pd, RemoteWrite, s.to, uint64(len(s.data)))
+	mr, c, ok := q.dev.lookup(stag, q.pd, RemoteWrite, to, uint64(len(data)))
 	if !ok {
 		q.protoFail(nil, c)
 		return
 	}
-	copy(mr.buf[s.to:], s.data)
+	copy(mr.buf[to:], data)
 	mr.mu.RUnlock()
 }
 
@@ -317,20 +325,15 @@ func (q *QP) placeSend(s *segment) {
 
 // invalidate ends remote access to this domain's region key.
 func (q *QP) invalidate(key uint32) bool {
-	mrs := *q.dev.mrs.Load()
-	idx := key >> 8
-	if idx == 0 || idx >= uint32(len(mrs)) {
-		return false
-	}
-	mr := mrs[idx]
-	if mr == nil || mr.key != key || mr.pd != q.pd || mr.access&remoteRights == 0 {
+	mr := q.dev.find(key)
+	if mr == nil || mr.pd != q.pd || mr.access&remoteRights == 0 {
 		return false
 	}
 	mr.mu.Lock()
-	ok := mr.valid && !mr.invalidated
-	mr.invalidated = true
+	f := mr.revoked.Load()
+	mr.revoked.Store(f | mrInvalidated)
 	mr.mu.Unlock()
-	return ok
+	return f == 0
 }
 
 func (q *QP) pushRecv(wc WC) {
@@ -362,12 +365,11 @@ func (q *QP) recvReadRequest(s *segment) {
 		return
 	}
 	if rr.size > 0 {
-		mr, c, ok := q.dev.lookup(rr.srcSTag, q.pd, RemoteRead, rr.srcTO, uint64(rr.size))
-		if !ok {
+		// Checked now, read when the response is sent (fill).
+		if c, ok := q.dev.probe(rr.srcSTag, q.pd, RemoteRead, rr.srcTO, uint64(rr.size)); !ok {
 			q.protoFail(nil, c)
 			return
 		}
-		mr.mu.RUnlock()
 	}
 	if !q.queueResponse(response{kind: respRead, rr: rr}) {
 		q.protoFail(nil, termRemoteOp) // more Reads than IRD

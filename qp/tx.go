@@ -363,7 +363,7 @@ func (q *QP) pumpLocked(block bool) {
 		q.reserveORDLocked(s)
 		q.sent++
 		q.mu.Unlock()
-		ok, err := q.encode(s)
+		ok, err := q.encode(&s.wr, s.seq)
 		if err != nil {
 			q.fail(err, 0)
 			return
@@ -452,10 +452,9 @@ func (q *QP) reserveORDLocked(s *sqSlot) {
 	}
 }
 
-// encode writes s's messages into txbuf. ok is false when a local region
-// went away after posting.
-func (q *QP) encode(s *sqSlot) (ok bool, err error) {
-	wr := &s.wr
+// encode writes the messages of wr, the send request seq, into txbuf. ok
+// is false when a local region went away after posting.
+func (q *QP) encode(wr *SendWR, seq uint64) (ok bool, err error) {
 	p := newPayload(wr.Inline, wr.SGL)
 	switch wr.Op {
 	case WRSend:
@@ -495,7 +494,7 @@ func (q *QP) encode(s *sqSlot) (ok bool, err error) {
 		}
 		return true, nil
 	default: // atomics
-		ar := atomicRequest{aop: aopFetchAdd, id: uint32(s.seq), stag: wr.RemoteKey, to: wr.RemoteOffset,
+		ar := atomicRequest{aop: aopFetchAdd, id: uint32(seq), stag: wr.RemoteKey, to: wr.RemoteOffset,
 			swapAdd: wr.CompareAdd, swapAddMask: ^uint64(0), compareMask: ^uint64(0)}
 		if wr.Op == WRCmpSwap {
 			ar.aop, ar.swapAdd, ar.compare = aopCmpSwap, wr.Swap, wr.CompareAdd

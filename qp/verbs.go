@@ -71,10 +71,22 @@ type MR struct {
 	// mu fences access: the engine holds it for reading while it copies
 	// to or from buf; Dereg takes it for writing, so when Dereg returns
 	// no access is in flight and none can start.
-	mu          sync.RWMutex
-	valid       bool
-	invalidated bool // by a Send with Invalidate: remote access ends
+	mu sync.RWMutex
+	// revoked holds mrDereg and mrInvalidated, set with mu held for
+	// writing: under mu's read lock it is steady for an access, and
+	// probe reads it without the lock for a check that touches no
+	// memory.
+	revoked atomic.Uint32
 }
+
+// Bits of MR.revoked.
+const (
+	// mrDereg: Dereg ran; no access.
+	mrDereg = 1 << iota
+	// mrInvalidated: a Send with Invalidate named the key; remote access
+	// ends.
+	mrInvalidated
+)
 
 // RegMR registers buf with the given rights. buf is used in place: the
 // caller keeps it and must not move or reuse it until Dereg.
@@ -102,7 +114,7 @@ func (pd *PD) RegMR(buf []byte, access Access) (*MR, error) {
 		idx = uint32(len(old))
 	}
 	d.gen++
-	mr := &MR{buf: buf, access: access, pd: pd, key: idx<<8 | uint32(d.gen), valid: true}
+	mr := &MR{buf: buf, access: access, pd: pd, key: idx<<8 | uint32(d.gen)}
 	mrs := make([]*MR, max(len(old), int(idx)+1))
 	copy(mrs, old)
 	mrs[idx] = mr
@@ -123,11 +135,12 @@ func (mr *MR) Buf() []byte { return mr.buf }
 // with a Terminate).
 func (mr *MR) Dereg() error {
 	mr.mu.Lock()
-	if !mr.valid {
+	f := mr.revoked.Load()
+	if f&mrDereg != 0 {
 		mr.mu.Unlock()
 		return fmt.Errorf("%w: region already deregistered", ErrInvalidArg)
 	}
-	mr.valid = false
+	mr.revoked.Store(f | mrDereg)
 	mr.mu.Unlock()
 	d := mr.pd.dev
 	d.mu.Lock()
@@ -146,13 +159,8 @@ func (mr *MR) Dereg() error {
 // caller must call mr.mu.RUnlock. On failure it returns the Terminate
 // code that names the violation.
 func (d *Device) lookup(key uint32, pd *PD, need Access, off uint64, n uint64) (*MR, termCode, bool) {
-	mrs := *d.mrs.Load()
-	idx := key >> 8
-	if idx == 0 || idx >= uint32(len(mrs)) {
-		return nil, termInvalidSTag, false
-	}
-	mr := mrs[idx]
-	if mr == nil || mr.key != key {
+	mr := d.find(key)
+	if mr == nil {
 		return nil, termInvalidSTag, false
 	}
 	mr.mu.RLock()
@@ -163,11 +171,37 @@ func (d *Device) lookup(key uint32, pd *PD, need Access, off uint64, n uint64) (
 	return mr, 0, true
 }
 
-// check is lookup's check of a region whose lock the caller holds; on
-// failure it returns the Terminate code that names the violation.
+// probe is lookup's check without taking the region's lock, for checks
+// that touch no memory (a request's keys when it is posted): a region
+// deregistered right after still passes, and the access that follows,
+// through lookup, fails instead.
+func (d *Device) probe(key uint32, pd *PD, need Access, off uint64, n uint64) (termCode, bool) {
+	mr := d.find(key)
+	if mr == nil {
+		return termInvalidSTag, false
+	}
+	return mr.check(pd, need, off, n)
+}
+
+// find returns the region registered under key, nil if none is.
+func (d *Device) find(key uint32) *MR {
+	mrs := *d.mrs.Load()
+	idx := key >> 8
+	if idx == 0 || idx >= uint32(len(mrs)) {
+		return nil
+	}
+	if mr := mrs[idx]; mr != nil && mr.key == key {
+		return mr
+	}
+	return nil
+}
+
+// check is the check of lookup and probe; on failure it returns the
+// Terminate code that names the violation.
 func (mr *MR) check(pd *PD, need Access, off uint64, n uint64) (termCode, bool) {
+	f := mr.revoked.Load()
 	switch {
-	case !mr.valid || (need&remoteRights != 0 && mr.invalidated):
+	case f&mrDereg != 0 || (need&remoteRights != 0 && f&mrInvalidated != 0):
 		return termInvalidSTag, false
 	case mr.pd != pd:
 		return termPD, false
@@ -404,11 +438,9 @@ func (q *recvQueue) check(wr *RecvWR) error {
 		return fmt.Errorf("%w: %d SGEs, at most %d", ErrTooManySGE, len(wr.SGL), q.maxSGE)
 	}
 	for _, s := range wr.SGL {
-		mr, _, ok := q.pd.dev.lookup(s.Key, q.pd, LocalWrite, s.Offset, uint64(s.Len))
-		if !ok {
+		if _, ok := q.pd.dev.probe(s.Key, q.pd, LocalWrite, s.Offset, uint64(s.Len)); !ok {
 			return fmt.Errorf("%w: key %#x [%d, +%d)", ErrLocalKey, s.Key, s.Offset, s.Len)
 		}
-		mr.mu.RUnlock()
 	}
 	return nil
 }

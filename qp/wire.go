@@ -114,7 +114,7 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // padLen is the pad after a ULPDU of n bytes.
-func padLen(n int) int { return (4 - (n+fpduLenLen)%4) % 4 }
+func padLen(n int) int { return -(n + fpduLenLen) & 3 }
 
 // fpduLen is the length of the FPDU that frames a ULPDU of n bytes.
 func fpduLen(n int) int { return fpduLenLen + n + padLen(n) + crcLen }
@@ -182,8 +182,11 @@ func checksum(p []byte) uint32 {
 	return crc32.Checksum(p, castagnoli)
 }
 
-// foldMin is the shortest run crc32cFold is used for.
-const foldMin = 64
+// foldMin is the shortest run crc32cFold is used for: below it the
+// folds' and the reduction's chain of carry-less multiplies takes longer
+// than one chain of the CRC32 instruction (a 64-byte Write's FPDU is 80
+// bytes).
+const foldMin = 128
 
 // crcFold advances the CRC32c register r (not inverted) over p, folding
 // what it can (haveFold).

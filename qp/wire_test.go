@@ -130,7 +130,7 @@ func testCRCPathsAgree(t *testing.T) {
 		buf[i] = byte(i*31 + i>>8)
 	}
 	eachCRCPath(t, func(t *testing.T) {
-		for _, n := range []int{0, 1, 7, 8, 15, 16, 63, 64, 65, 79, 80, 255, 256, 257, 263, 264, 1448, 1453, 9000} {
+		for _, n := range []int{0, 1, 7, 8, 15, 16, 63, 64, 65, 79, 80, 127, 128, 129, 143, 144, 255, 256, 257, 263, 264, 1448, 1453, 9000} {
 			for _, off := range []int{0, 1, 7} {
 				a, b, c := buf[off:off+n], buf[10000+off:10000+off+n], buf[20000:20000+max(0, n-3)]
 				want := crc32.Checksum(a, castagnoli)
@@ -471,4 +471,36 @@ func TestWriteSeedCorpus(t *testing.T) {
 	write("FuzzReassembly", "seed-byte-at-a-time", "uint64(3)", "uint8(0)")
 	write("FuzzParseSegment", "seed-terminate", q(sendSegment(OpTerminate, 1, []byte{0x12, 0x00, 0, 0})))
 	write("FuzzMPAHeader", "seed-reply-pd", q(appendMPA(nil, mpaFrame{reply: true, crc: true, rev: 1, privateData: []byte("pd")})), "bool(true)")
+}
+
+// TestWriteControlBytes checks that input's shortcut for Write segments
+// accepts what parseSegment does: reserved bits set in either control
+// byte do not stop a Write landing, and a bad version still fails it.
+func TestWriteControlBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		ddp, rdmap byte // XORed into the control bytes
+		lands      bool
+	}{
+		{"clear", 0, 0, true},
+		{"not last", ddpLast, 0, true},
+		{"DDP reserved", 0x3c, 0, true},
+		{"RDMAP reserved", 0, 0x30, true},
+		{"DDP version 0", ddpVersion, 0, false},
+		{"RDMAP version 0", 0, rdmapVer << 6, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, backing, _ := engine(t)
+			seg := make([]byte, taggedHdrLen+8)
+			putTagged(seg, OpWrite, true, fuzzKey, 16)
+			copy(seg[taggedHdrLen:], "landed!!")
+			seg[0] ^= tc.ddp
+			seg[1] ^= tc.rdmap
+			ok := q.input(frame(seg))
+			landed := string(backing[64+16:64+24]) == "landed!!"
+			if ok != tc.lands || landed != tc.lands {
+				t.Errorf("control bytes %#02x %#02x: input %v, landed %v; want both %v", seg[0], seg[1], ok, landed, tc.lands)
+			}
+		})
+	}
 }
