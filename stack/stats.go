@@ -123,8 +123,8 @@ type TCPStats struct {
 	ActiveOpens        uint64 // connections opened by Dial
 	PassiveOpens       uint64 // connections accepted by listeners
 	CurrentEstablished uint64 // connections established now
-	SegmentsSent       uint64 // segments sent, the fast path's included
-	SegmentsReceived   uint64 // valid segments received, the fast path's included
+	SegmentsSent       uint64 // segments netstack sent, its fast path's included (the owned fast path's: FastPath.Owned)
+	SegmentsReceived   uint64 // valid segments netstack received, its fast path's included (the owned fast path's: FastPath.Owned)
 	ChecksumErrors     uint64 // segments dropped for a bad checksum
 	ResetsSent         uint64 // RSTs sent
 	Retransmits        uint64 // segments retransmitted
