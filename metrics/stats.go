@@ -167,6 +167,7 @@ var statsExports = map[string]export{
 	"FastPath.Owned.SegmentsOut":      own("owned_fast_path_segments_sent_total", "TCP segments the owned fast path sent, pure ACKs included."),
 	"FastPath.Owned.BytesIn":          own("owned_fast_path_bytes_received_total", "Payload bytes the owned fast path received and gave to handlers."),
 	"FastPath.Owned.BytesOut":         own("owned_fast_path_bytes_sent_total", "Payload bytes the owned fast path sent (first transmissions: it never retransmits)."),
+	"FastPath.Owned.TakeBackFailed":   own("owned_fast_path_take_back_failed_total", "Connections netstack would not take back from the owned fast path (their state inconsistent: a bug), which ended."),
 	"FastPath.Owned.PureAcks":         own("owned_fast_path_pure_acks_total", "Pure ACKs the owned fast path sent for data no reply acknowledged in time."),
 	"AttachMode":                      {none: "how the XDP program is attached: a state, not a counter"},
 	"OwnedPorts":                      {series: []series{{fam: &family{name: "owned_ports", help: "(address, protocol, port) entries steered to ustack now.", gauge: true}}}},

@@ -506,15 +506,14 @@ func TestHandOverParked(t *testing.T) {
 			t.Fatalf("TakeBack with a byte in flight and none given: %v, want %v", err, tcp.ErrBadHandOver)
 		}
 		bad = h
-		bad.RcvEdge--
+		bad.RcvEdge = bad.RcvNxt - 1
 		if err := ep.TakeBack(&bad, nil, nil); !errors.Is(err, tcp.ErrBadHandOver) {
-			t.Fatalf("TakeBack with the right edge moved left: %v, want %v", err, tcp.ErrBadHandOver)
+			t.Fatalf("TakeBack with the right edge before RCV.NXT: %v, want %v", err, tcp.ErrBadHandOver)
 		}
 		bad = h
-		bad.SndUna--
-		bad.SndNxt--
+		bad.LastAckSent = bad.RcvNxt + 1
 		if err := ep.TakeBack(&bad, nil, nil); !errors.Is(err, tcp.ErrBadHandOver) {
-			t.Fatalf("TakeBack with SND.UNA moved back: %v, want %v", err, tcp.ErrBadHandOver)
+			t.Fatalf("TakeBack with an ACK sent beyond RCV.NXT: %v, want %v", err, tcp.ErrBadHandOver)
 		}
 		if !ep.Parked() {
 			t.Fatal("a TakeBack refused unparked the endpoint")

@@ -302,6 +302,9 @@ func checkOwned(t *testing.T, in []byte, ts bool, seed uint64) (owned, chaos Own
 		if base.fp.Promotions != 0 {
 			t.Errorf("netstack run counted promotions: %+v", base.fp)
 		}
+		if run.fp.TakeBackFailed != 0 {
+			t.Errorf("%v: netstack refused %d take-backs", mode, run.fp.TakeBackFailed)
+		}
 		if mode == ownedOn {
 			owned = run.fp
 		} else {

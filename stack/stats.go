@@ -244,6 +244,9 @@ type OwnedStats struct {
 	// Segments and payload bytes it received and sent, and the pure
 	// ACKs among the segments sent (the rest carried data).
 	SegmentsIn, SegmentsOut, BytesIn, BytesOut, PureAcks uint64
+	// TakeBackFailed counts connections netstack would not take back
+	// (their state inconsistent: a bug), which ended.
+	TakeBackFailed uint64
 }
 
 // ownedStats sums the queues' owned fast path counters.
@@ -258,6 +261,7 @@ func (s *Stack) ownedStats() OwnedStats {
 		f.BytesIn += c.BytesIn
 		f.BytesOut += c.BytesOut
 		f.PureAcks += c.PureAcks
+		f.TakeBackFailed += c.TakeBackFailed
 		for r, n := range c.Demotions {
 			if n == 0 {
 				continue

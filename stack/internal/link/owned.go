@@ -126,6 +126,7 @@ type owned struct {
 	chaos func() bool
 
 	promotions, pureAcks               atomic.Uint64
+	takeBackFailed                     atomic.Uint64 // netstack refused a demotion's state (a bug)
 	segsIn, segsOut, bytesIn, bytesOut atomic.Uint64
 	demotions                          [NumDemoteReasons]atomic.Uint64
 	// promoteRefused counts the promotions netstack refused, by
@@ -171,6 +172,7 @@ type OwnedCounters struct {
 	SegsIn, SegsOut   uint64
 	BytesIn, BytesOut uint64
 	PureAcks          uint64
+	TakeBackFailed    uint64
 	Flows             int
 }
 
@@ -259,7 +261,7 @@ func (e *Endpoint) OwnedCounters(i int) OwnedCounters {
 		Promotions: o.promotions.Load(),
 		SegsIn:     o.segsIn.Load(), SegsOut: o.segsOut.Load(),
 		BytesIn: o.bytesIn.Load(), BytesOut: o.bytesOut.Load(),
-		PureAcks: o.pureAcks.Load(), Flows: int(o.n.Load()),
+		PureAcks: o.pureAcks.Load(), Flows: int(o.n.Load()), TakeBackFailed: o.takeBackFailed.Load(),
 	}
 	for j := range c.Demotions {
 		c.Demotions[j] = o.demotions[j].Load()

@@ -84,7 +84,7 @@ func (f *Demux) promoteOne(q *queue, c *ownCand) {
 		s, err := fastflow.NewSlab(OwnedSlab)
 		if err != nil {
 			o.mu.Unlock()
-			giveBack(c.ep, &h, unacked)
+			giveBack(o, c.ep, &h, unacked)
 			o.promoteRefused[0].Add(1)
 			return
 		}
@@ -111,7 +111,7 @@ func (f *Demux) promoteOne(q *queue, c *ownCand) {
 	}
 	if err != nil {
 		o.mu.Unlock()
-		giveBack(c.ep, &h, unacked)
+		giveBack(o, c.ep, &h, unacked)
 		o.promoteRefused[0].Add(1)
 		return
 	}
@@ -142,9 +142,10 @@ func (e *Endpoint) ownedDelack() uint32 {
 
 // giveBack returns a connection handed out and not carried after all to
 // netstack as it was; if netstack refused its own state, nothing can
-// continue the connection correctly, so it ends as a TCP would (RST).
-func giveBack(ep *tcp.Endpoint, h *tcp.HandOver, unacked []byte) {
+// continue the connection correctly, so it ends (counted).
+func giveBack(o *owned, ep *tcp.Endpoint, h *tcp.HandOver, unacked []byte) {
 	if err := ep.TakeBack(h, unacked, nil); err != nil {
+		o.takeBackFailed.Add(1)
 		ep.Abort()
 	}
 }

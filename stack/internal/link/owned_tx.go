@@ -191,8 +191,11 @@ func (e *Owned) demote(reason int) {
 	o.demotions[reason].Add(1)
 	e.owner.Owned(nil)
 	if err := e.ep.TakeBack(&h, inflight, unsent); err != nil {
-		// netstack refused its own connection's state: nothing can
-		// continue it correctly, so end it as a TCP would (RST).
+		// netstack refused the connection's state: nothing can
+		// continue it correctly, so it ends (a parked endpoint sends
+		// nothing; the peer's next segment draws a reset). Counted: it
+		// is a bug.
+		o.takeBackFailed.Add(1)
 		e.ep.Abort()
 	}
 }
