@@ -17,7 +17,11 @@
 //	ustack-handler   ustack's run-to-completion handler API (stack.Handler):
 //	                 the echo runs on the worker, no goroutine per connection
 //	ustack-ustack-handler
-//	                 handlers at both ends
+//	                 handlers at both ends, their connections carried by
+//	                 ustack's owned fast path
+//	ustack-ustack-handler-netstack
+//	                 the same on netstack's fast path: the owned path's
+//	                 before
 //	floor            raw AF_XDP code, no TCP/IP stack (internal/reflector):
 //	                 a UDP reflector answering a kernel client, a sink for
 //	                 MTU-sized datagrams a kernel socket blasts (bulk) and a
