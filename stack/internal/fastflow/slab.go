@@ -9,10 +9,10 @@ import (
 // Slab is one queue's fast-path flows and send rings, sized to the work:
 // flows are made in chunks of 64 as connections are promoted, and a flow
 // holds a send ring only while it has bytes written and unacknowledged
-// (a request/response flow between replies holds none), rings too made
-// in chunks as they are first needed. Memory then follows the
-// connections carried and the replies in flight, not a configured
-// maximum; nothing is returned to the runtime once made. No chunk holds a
+// (a request/response flow between replies holds none), rings made in
+// chunks as they are needed and given back when a chunk's are all free.
+// Memory then follows the connections carried and the replies in flight,
+// not a configured maximum. No chunk holds a
 // pointer, so the garbage collector does not scan them, and a chunk never
 // moves, so a *Flow stays valid until Free. A Slab belongs to its queue:
 // Alloc, Free, AllocRing and FreeRing must not run concurrently with each
@@ -24,7 +24,8 @@ type Slab struct {
 	made      int      // flow chunks made
 	rings     [][]byte // chunks of ringChunk rings; len fixed at NewSlab
 	freeRings []uint32
-	madeRings int
+	ringsFree []uint8 // per chunk of rings: how many of its rings are free
+	madeRings int     // chunks of rings made and not given back
 	ringSize  int
 	inUse     int
 	max       int // SlabConfig.Flows
@@ -63,10 +64,11 @@ func NewSlab(c SlabConfig) (*Slab, error) {
 		return nil, fmt.Errorf("fastflow: ring size %d: not a power of two from %d", c.RingSize, minRing)
 	}
 	return &Slab{
-		flows:    make([][]Flow, (c.Flows+chunkFlows-1)/chunkFlows),
-		rings:    make([][]byte, (c.Flows+ringChunk-1)/ringChunk),
-		ringSize: c.RingSize,
-		max:      c.Flows,
+		flows:     make([][]Flow, (c.Flows+chunkFlows-1)/chunkFlows),
+		rings:     make([][]byte, (c.Flows+ringChunk-1)/ringChunk),
+		ringsFree: make([]uint8, (c.Flows+ringChunk-1)/ringChunk),
+		ringSize:  c.RingSize,
+		max:       c.Flows,
 	}, nil
 }
 
@@ -106,24 +108,56 @@ func (s *Slab) Flow(i uint32) *Flow { return &s.flows[i/chunkFlows][i%chunkFlows
 // wrote.
 func (s *Slab) AllocRing() (uint32, error) {
 	if len(s.freeRings) == 0 {
-		if s.madeRings == len(s.rings) {
+		c := 0
+		for c < len(s.rings) && s.rings[c] != nil {
+			c++
+		}
+		if c == len(s.rings) || c*ringChunk >= s.max {
 			return 0, ErrSlabFull
 		}
-		s.rings[s.madeRings] = make([]byte, ringChunk*s.ringSize)
+		s.rings[c] = make([]byte, ringChunk*s.ringSize)
+		s.ringsFree[c] = 0
 		for i := ringChunk - 1; i >= 0; i-- {
-			if j := s.madeRings*ringChunk + i; j < s.max {
+			if j := c*ringChunk + i; j < s.max {
 				s.freeRings = append(s.freeRings, uint32(j))
+				s.ringsFree[c]++
 			}
 		}
 		s.madeRings++
 	}
 	i := s.freeRings[len(s.freeRings)-1]
 	s.freeRings = s.freeRings[:len(s.freeRings)-1]
+	s.ringsFree[i/ringChunk]--
 	return i, nil
 }
 
-// FreeRing returns ring i to the free list.
-func (s *Slab) FreeRing(i uint32) { s.freeRings = append(s.freeRings, i) }
+// FreeRing returns ring i to the free list. A chunk of rings all free is
+// given back to the runtime while another chunk's free rings are spare:
+// memory follows the flows with bytes in flight, with a chunk of slack.
+func (s *Slab) FreeRing(i uint32) {
+	s.freeRings = append(s.freeRings, i)
+	c := i / ringChunk
+	s.ringsFree[c]++
+	if int(s.ringsFree[c]) < s.ringsIn(c) || len(s.freeRings)-int(s.ringsFree[c]) < ringChunk {
+		return
+	}
+	// Drop chunk c's rings from the free list, then the chunk.
+	kept := s.freeRings[:0]
+	for _, j := range s.freeRings {
+		if j/ringChunk != c {
+			kept = append(kept, j)
+		}
+	}
+	s.freeRings = kept
+	s.rings[c] = nil
+	s.ringsFree[c] = 0
+	s.madeRings--
+}
+
+// ringsIn returns how many rings chunk c holds (the last may hold fewer).
+func (s *Slab) ringsIn(c uint32) int {
+	return min(ringChunk, s.max-int(c)*ringChunk)
+}
 
 // Ring returns send ring i, the ring argument of a flow's Write and Cut.
 func (s *Slab) Ring(i uint32) []byte {

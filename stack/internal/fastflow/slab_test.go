@@ -243,3 +243,42 @@ func TestInitAckOwed(t *testing.T) {
 		t.Fatalf("after the ACK: owed %v, Last.ACK.sent %d, want %d", owed, f.Export().LastAckSent, st.RcvNxt)
 	}
 }
+
+// Rings all free in a chunk go back to the runtime, but for one chunk's
+// worth kept spare; rings are made again as flows need them.
+func TestSlabGivesRingsBack(t *testing.T) {
+	s, err := NewSlab(SlabConfig{Flows: 64, RingSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rings []uint32
+	for range 3 * ringChunk {
+		r, err := s.AllocRing()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rings = append(rings, r)
+	}
+	if s.madeRings != 3 {
+		t.Fatalf("%d ring chunks made for %d rings, want 3", s.madeRings, len(rings))
+	}
+	for _, r := range rings {
+		s.FreeRing(r)
+	}
+	if s.madeRings != 1 || len(s.freeRings) != ringChunk {
+		t.Fatalf("all free: %d chunks kept, %d free rings; want 1 and %d", s.madeRings, len(s.freeRings), ringChunk)
+	}
+	seen := map[uint32]bool{}
+	for range 2 * ringChunk {
+		r, err := s.AllocRing()
+		if err != nil || seen[r] {
+			t.Fatalf("ring %d, %v (seen before: %v)", r, err, seen[r])
+		}
+		seen[r] = true
+		b := s.Ring(r)
+		b[0], b[len(b)-1] = 1, 1 // made and addressable
+	}
+	if s.madeRings != 2 {
+		t.Fatalf("%d ring chunks for %d rings, want 2", s.madeRings, 2*ringChunk)
+	}
+}
