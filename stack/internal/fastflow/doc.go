@@ -8,12 +8,14 @@
 // # State
 //
 // A Flow is one connection's state in 256 bytes, four cache lines grouped
-// by what the hot path touches (see Flow). A Slab is one queue's flows: a
-// fixed []Flow with an index free list, and an arena holding each flow's
-// send ring at its index. Neither holds a pointer, so the garbage
-// collector does not scan them. Init imports a connection's State from
-// the slow path at a quiet point (nothing in flight), and Export returns
-// it, with the segments in flight, when the slow path takes it back.
+// by what the hot path touches (see Flow). A Slab is one queue's flows and
+// send rings, made in chunks as they are needed: a flow holds a ring only
+// while it has bytes written and unacknowledged. Neither holds a pointer,
+// so the garbage collector does not scan them. Init imports a
+// connection's State from the slow path at a quiet point (nothing in
+// flight), InitInFlight one with a few segments in flight and their bytes,
+// and Export returns it, with the segments in flight, when the slow path
+// takes it back.
 //
 // # Receive
 //
