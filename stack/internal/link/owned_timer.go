@@ -7,7 +7,7 @@ import (
 )
 
 // arm makes sure the queue's timer fires by e's next deadline: its owed
-// ACK's, or its retransmission deadline while data is in flight. The
+// ACK's, or its tail loss probe's while data is in flight. The
 // timer is armed for the earliest deadline and re-armed only when it
 // fires, not per request: a deadline later than the armed one costs a
 // comparison. clk is the caller's Clock. Under e's owner's lock.
@@ -59,10 +59,10 @@ func (o *owned) fire() {
 	o.tick.Push()
 }
 
-// ownedTick sends the ACKs owed past their deadline and demotes the flows
-// whose data is in flight past its retransmission deadline (netstack then
-// retransmits), then re-arms the timer for the next deadline. On a
-// worker.
+// ownedTick sends the ACKs owed past their deadline, demotes the flows
+// whose data is in flight past its probe deadline (netstack then probes
+// or retransmits), gives idle flows' rings back, then re-arms the timer
+// for the next deadline. On a worker.
 func (q *queue) ownedTick() {
 	o := &q.own
 	o.mu.Lock()
