@@ -147,15 +147,7 @@ func runDiff(t *testing.T, steps []diffStep, ts, fast bool) diffRun {
 		}
 	}
 	for _, step := range steps {
-		want := p.wire.wire.IdleFrames()
-		p.SendBatch(step...)
-		for deadline := time.Now().Add(scriptWait); p.wire.wire.IdleFrames() < want; {
-			if time.Now().After(deadline) {
-				t.Fatalf("ustack's worker did not take a batch of %d within %v", len(step), scriptWait)
-			}
-			collect(0)
-			time.Sleep(10 * time.Microsecond)
-		}
+		p.sendTaken(step, func() { collect(0) })
 	}
 	collect(20 * time.Millisecond)
 	run.state = c.(*tcpConn).ep.FastState()
@@ -173,6 +165,23 @@ func runDiff(t *testing.T, steps []diffStep, ts, fast bool) diffRun {
 		}
 	}
 	return run
+}
+
+// sendTaken sends segs as one batch and returns once ustack's worker has
+// taken them all off the wire (so that the next batch is a batch of its
+// own), calling meanwhile, each time it looks, as the run collects what
+// ustack sends.
+func (p *scriptPeer) sendTaken(segs []seg, meanwhile func()) {
+	p.t.Helper()
+	want := p.wire.wire.IdleFrames()
+	p.SendBatch(segs...)
+	for deadline := time.Now().Add(scriptWait); p.wire.wire.IdleFrames() < want; {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("ustack's worker did not take a batch of %d within %v", len(segs), scriptWait)
+		}
+		meanwhile()
+		time.Sleep(10 * time.Microsecond)
+	}
 }
 
 // diffTries is how many times checkDiff plays a sequence before it

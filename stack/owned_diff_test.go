@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -166,16 +165,7 @@ func runOwned(t *testing.T, steps [][]ownedSeg, ts bool, mode ownedMode, seed ui
 		p.s.ep.SetOwnedChaos(func() bool { return rng.IntN(3) == 0 })
 	}
 	h := &recHandler{}
-	ln, err := p.s.ListenHandler("tcp4", netip.AddrPortFrom(p.remote.Addr(), 80).String(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	p.remote = netip.AddrPortFrom(p.remote.Addr(), 80)
-	p.Send(seg{Flags: "S", Seq: 0})
-	p.Expect(seg{Flags: "SA", Seq: 0, Ack: 1})
-	p.handshakeDelay()
-	p.Send(seg{Flags: "A", Seq: 1, Ack: 1})
+	connectHandler(t, p, h)
 	// The first request goes to an open stream: one that arrives before
 	// the worker opened it is queued, and ACKed, by netstack.
 	for deadline := time.Now().Add(scriptWait); ; time.Sleep(100 * time.Microsecond) {
@@ -227,15 +217,7 @@ func runOwned(t *testing.T, steps [][]ownedSeg, ts bool, mode ownedMode, seed ui
 			}
 			batch[i] = s.seg
 		}
-		want := p.wire.wire.IdleFrames()
-		p.SendBatch(batch...)
-		for deadline := time.Now().Add(scriptWait); p.wire.wire.IdleFrames() < want; {
-			if time.Now().After(deadline) {
-				t.Fatalf("ustack's worker did not take a batch of %d within %v", len(batch), scriptWait)
-			}
-			collect(0)
-			time.Sleep(10 * time.Microsecond)
-		}
+		p.sendTaken(batch, func() { collect(0) })
 		collect(2 * time.Millisecond)
 	}
 	for _, step := range steps {

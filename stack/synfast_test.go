@@ -351,11 +351,13 @@ func TestMemSynAnswerAllocs(t *testing.T) {
 	t.Run("off-link", func(t *testing.T) { testSynAnswerAllocs(t, true) })
 }
 
-// testSynAnswerAllocs is TestMemSynAnswerAllocs from an on-link peer, or
-// from an off-link one through the default router.
-func testSynAnswerAllocs(t *testing.T, offLink bool) {
+// newSynPeer is a scripted peer beside a spinning Stack whose listener
+// (p.listen) answers every SYN with a cookie: from an on-link address, or
+// if offLink from 198.19.5.5 through the default router (the peer's
+// address as ustack's gateway).
+func newSynPeer(tb testing.TB, offLink bool) *scriptPeer {
 	gw := memB4.Addr()
-	p := newScriptPeer(t, scriptOptions{Config: func(c *Config) {
+	p := newScriptPeer(tb, scriptOptions{Config: func(c *Config) {
 		alwaysCookies(c)
 		c.Poll = Spin
 		if offLink {
@@ -366,6 +368,13 @@ func testSynAnswerAllocs(t *testing.T, offLink bool) {
 	if offLink {
 		p.local = netip.AddrPortFrom(netip.MustParseAddr("198.19.5.5"), p.local.Port())
 	}
+	return p
+}
+
+// testSynAnswerAllocs is TestMemSynAnswerAllocs from an on-link peer, or
+// from an off-link one through the default router.
+func testSynAnswerAllocs(t *testing.T, offLink bool) {
+	p := newSynPeer(t, offLink)
 	tmpl := p.synFrame()
 
 	w := p.wire
@@ -456,18 +465,7 @@ func BenchmarkMemSynFlood(b *testing.B) {
 			name = "off-link"
 		}
 		b.Run(name, func(b *testing.B) {
-			gw := memB4.Addr()
-			p := newScriptPeer(b, scriptOptions{Config: func(c *Config) {
-				alwaysCookies(c)
-				c.Poll = Spin
-				if offLink {
-					c.Gateway4 = gw
-				}
-			}})
-			p.listen()
-			if offLink {
-				p.local = netip.AddrPortFrom(netip.MustParseAddr("198.19.5.5"), p.local.Port())
-			}
+			p := newSynPeer(b, offLink)
 			tmpl := p.synFrame()
 			const batch = 64
 			w := p.wire

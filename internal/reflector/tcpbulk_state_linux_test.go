@@ -47,18 +47,14 @@ func fromFloor(t *testing.T, f []byte, port uint16) tcp4 {
 	return s
 }
 
-// TestTCPSink: the sink answers a Linux SYN with its MSS and a window
-// scale, takes data in order (a retransmission's new part too, a segment
-// past RCV.NXT not at all, counted), acknowledges RCV.NXT with an 8 MiB
-// window, answers the client's FIN (again if it comes again) with the
-// count of what it took and a FIN, across sequence number wrap, and
-// allocates nothing per segment.
-func TestTCPSink(t *testing.T) {
+// newTestBulk returns the floor's TCP bulk endpoints (sink on port 7001,
+// source on 7002) with their responder and counters, and in, which feeds
+// them one segment written in a frame and returns what they answer in
+// place (the frame's length) and the flow.
+func newTestBulk(t *testing.T) (*Responder, *TCPBulkStats, *bulkTCP, func([]byte) (int, *bulkFlow)) {
 	r := &Responder{MAC: testpkt.MACB, IP: tcpFloor.As4()}
-	var st TCPBulkStats
-	b := newBulkTCP(r, &st, 7000, 1500)
-	const port = 7001
-	const isn = 0xfffff000
+	st := new(TCPBulkStats)
+	b := newBulkTCP(r, st, 7000, 1500)
 	in := func(f []byte) (int, *bulkFlow) {
 		t.Helper()
 		s, ok := parseTCP4(f)
@@ -67,6 +63,19 @@ func TestTCPSink(t *testing.T) {
 		}
 		return b.input(f[:cap(f)], s)
 	}
+	return r, st, b, in
+}
+
+// TestTCPSink: the sink answers a Linux SYN with its MSS and a window
+// scale, takes data in order (a retransmission's new part too, a segment
+// past RCV.NXT not at all, counted), acknowledges RCV.NXT with an 8 MiB
+// window, answers the client's FIN (again if it comes again) with the
+// count of what it took and a FIN, across sequence number wrap, and
+// allocates nothing per segment.
+func TestTCPSink(t *testing.T) {
+	r, st, _, in := newTestBulk(t)
+	const port = 7001
+	const isn = 0xfffff000
 	f := bulkSegment(port, isn, 0, tcpSyn, 64240, linuxSynOpts, nil)
 	n, _ := in(f)
 	syn := fromFloor(t, f[:n], port)
@@ -178,8 +187,13 @@ func TestTCPSink(t *testing.T) {
 	}
 
 	// A link that needs multi-buffer frames: nothing answered.
-	b = newBulkTCP(r, &st, 7000, 9000)
-	if n, _ := in(bulkSegment(port, isn, 0, tcpSyn, 64240, linuxSynOpts, nil)); n != 0 {
+	b9 := newBulkTCP(r, st, 7000, 9000)
+	f = bulkSegment(port, isn, 0, tcpSyn, 64240, linuxSynOpts, nil)
+	s9, ok := parseTCP4(f)
+	if !ok {
+		t.Fatal("unparsable segment")
+	}
+	if n, _ := b9.input(f[:cap(f)], s9); n != 0 {
 		t.Error("a SYN answered at MTU 9000")
 	}
 }
@@ -225,19 +239,9 @@ func TestSeqRanges(t *testing.T) {
 // after three duplicate ACKs (counted as one retransmission), and the
 // FIN after the stream's end is acknowledged.
 func TestTCPSource(t *testing.T) {
-	r := &Responder{MAC: testpkt.MACB, IP: tcpFloor.As4()}
-	var st TCPBulkStats
-	b := newBulkTCP(r, &st, 7000, 1500)
+	_, st, _, in := newTestBulk(t)
 	const port = 7002
 	const isn = 0xffff0000
-	in := func(f []byte) (int, *bulkFlow) {
-		t.Helper()
-		s, ok := parseTCP4(f)
-		if !ok {
-			t.Fatal("unparsable segment")
-		}
-		return b.input(f[:cap(f)], s)
-	}
 	f := bulkSegment(port, isn, 0, tcpSyn, 64240, linuxSynOpts, nil)
 	n, _ := in(f)
 	if syn := fromFloor(t, f[:n], port); syn.flags != tcpSyn|tcpAck || syn.ack != isn+1 || syn.mss != 1460 {
