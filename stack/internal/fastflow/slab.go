@@ -12,9 +12,11 @@ import (
 // (a request/response flow between replies holds none), rings made in
 // chunks as they are needed and given back when a chunk's are all free.
 // Memory then follows the connections carried and the replies in flight,
-// not a configured maximum. No chunk holds a
-// pointer, so the garbage collector does not scan them, and a chunk never
-// moves, so a *Flow stays valid until Free. A Slab belongs to its queue:
+// not a configured maximum. No chunk holds a pointer, so the garbage
+// collector does not scan them; the rings live outside the Go heap (on
+// Linux in one anonymous mapping, arena), so a chunk given back leaves
+// the process's resident memory at once. A chunk never moves, so a *Flow
+// stays valid until Free. A Slab belongs to its queue:
 // Alloc, Free, AllocRing and FreeRing must not run concurrently with each
 // other; Flow and Ring may run concurrently with them for indices already
 // allocated.
@@ -23,6 +25,7 @@ type Slab struct {
 	free      []uint32 // free flow indices in made chunks
 	made      int      // flow chunks made
 	rings     [][]byte // chunks of ringChunk rings; len fixed at NewSlab
+	arena     arena    // the rings' memory
 	freeRings []uint32
 	ringsFree []uint8 // per chunk of rings: how many of its rings are free
 	madeRings int     // chunks of rings made and not given back
@@ -115,7 +118,11 @@ func (s *Slab) AllocRing() (uint32, error) {
 		if c == len(s.rings) || c*ringChunk >= s.max {
 			return 0, ErrSlabFull
 		}
-		s.rings[c] = make([]byte, ringChunk*s.ringSize)
+		b, err := s.arena.make(s, c, ringChunk*s.ringSize, len(s.rings))
+		if err != nil {
+			return 0, fmt.Errorf("fastflow: send rings: %w", err)
+		}
+		s.rings[c] = b
 		s.ringsFree[c] = 0
 		for i := ringChunk - 1; i >= 0; i-- {
 			if j := c*ringChunk + i; j < s.max {
@@ -132,7 +139,7 @@ func (s *Slab) AllocRing() (uint32, error) {
 }
 
 // FreeRing returns ring i to the free list. A chunk of rings all free is
-// given back to the runtime while another chunk's free rings are spare:
+// given back to the system while another chunk's free rings are spare:
 // memory follows the flows with bytes in flight, with a chunk of slack.
 func (s *Slab) FreeRing(i uint32) {
 	s.freeRings = append(s.freeRings, i)
@@ -150,6 +157,7 @@ func (s *Slab) FreeRing(i uint32) {
 	}
 	s.freeRings = kept
 	s.rings[c] = nil
+	s.arena.free(int(c))
 	s.ringsFree[c] = 0
 	s.madeRings--
 }
