@@ -46,6 +46,10 @@ func (m ownedMode) String() string { return [...]string{"netstack", "owned", "ow
 type ownedSeg struct {
 	seg
 	ack int // 0: all ustack sent; 1: the last ACK again; 2: half way
+	// quiet, on a step's first segment, is how long the peer stays
+	// silent before the step, while ustack's timers run: what it sent
+	// meanwhile (a tail loss probe, a retransmission) is compared too.
+	quiet time.Duration
 }
 
 // decodeOwned turns fuzz input into steps, 3 bytes a segment:
@@ -183,8 +187,15 @@ func runOwned(t *testing.T, steps [][]ownedSeg, ts bool, mode ownedMode, seed ui
 	var run ownedRun
 	sentEnd, lastAck := uint32(1), uint32(1) // ustack's data, relative to its ISN
 	stackAck := uint32(1)                    // the peer's data ustack acknowledged
-	collect := func(d time.Duration) {
+	// collect records ustack's segments until none came for d, or,
+	// with until set, until then.
+	collect := func(d time.Duration, until ...time.Time) {
 		for {
+			if len(until) > 0 {
+				if d = time.Until(until[0]); d <= 0 {
+					return
+				}
+			}
 			s, ok := p.next(d)
 			if !ok {
 				return
@@ -200,6 +211,9 @@ func runOwned(t *testing.T, steps [][]ownedSeg, ts bool, mode ownedMode, seed ui
 		}
 	}
 	send := func(step []ownedSeg) {
+		if step[0].quiet > 0 {
+			collect(0, time.Now().Add(step[0].quiet))
+		}
 		batch := make([]seg, len(step))
 		for i, s := range step {
 			switch s.ack {
@@ -362,6 +376,85 @@ func TestOwnedDifferential(t *testing.T) {
 	if owned.Promotions == 0 || owned.SegmentsIn == 0 || owned.Demotions == 0 || chaos.Demotions <= owned.Demotions {
 		t.Errorf("the runs did not exercise the owned fast path and its hand-over")
 	}
+}
+
+// TestOwnedDifferentialLoss: replies the peer does not acknowledge, so
+// that ustack's timers send a tail loss probe, then a retransmission
+// after the retransmission timeout, played as in TestOwnedDifferential.
+// On the owned fast path the probe deadline hands the connection back to
+// netstack (DemoteTimeout), whose timers, armed from the fast path's
+// probe deadline, must send what netstack alone sends when. The peer's
+// handshake round trip (50 ms) sets the deadlines: with one segment in
+// flight the probe about 300 ms after the send (twice SRTT and the
+// peer's delayed ACK), with more about 100 ms; the retransmission 200 ms
+// after the probe. The silences sit well between them.
+func TestOwnedDifferentialLoss(t *testing.T) {
+	req := func(ack int) ownedSeg { return ownedSeg{seg: seg{Flags: "PA"}, ack: ack} }
+	quiet := func(d time.Duration) []ownedSeg { return []ownedSeg{{seg: seg{Flags: "A"}, quiet: d}} }
+	steps := [][][]ownedSeg{
+		// The second echo unacknowledged for 400 ms: a probe.
+		{{req(0)}, {req(0)}, quiet(400 * time.Millisecond)},
+		// The first for 600 ms: the probe, then a retransmission (the
+		// next comes 200 ms after it).
+		{{req(0)}, quiet(600 * time.Millisecond)},
+		// Three echoes in flight, the first two acknowledged late, the
+		// last not for 150 ms: probes from the ACKs.
+		{{req(0)}, {req(1)}, {req(1)}, quiet(150 * time.Millisecond)},
+	}
+	sizes := [][][]uint32{{{10}, {10}, {0}}, {{10}, {0}}, {{10}, {20}, {30}, {0}}}
+	if testing.Short() {
+		steps, sizes = steps[:1], sizes[:1]
+	}
+	var timeouts uint64
+	for i := range steps {
+		for _, ts := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d/ts=%v", i, ts), func(t *testing.T) {
+				run := lossSteps(steps[i], sizes[i])
+				base := runOwned(t, run, ts, ownedNetstack, 0)
+				owned := runOwned(t, run, ts, ownedOn, 0)
+				if a, b := strings.Join(base.sent, "\n  "), strings.Join(owned.sent, "\n  "); a != b {
+					t.Errorf("ustack's segments differ\nnetstack:\n  %s\nowned:\n  %s", a, b)
+				}
+				if !bytes.Equal(base.got, owned.got) || base.state != owned.state {
+					t.Errorf("bytes or state differ:\nnetstack %q %+v\nowned    %q %+v", base.got, base.state, owned.got, owned.state)
+				}
+				if owned.fp.TakeBackFailed != 0 {
+					t.Errorf("netstack refused %d take-backs", owned.fp.TakeBackFailed)
+				}
+				retrans, seen := 0, map[string]bool{}
+				for _, s := range base.sent {
+					if strings.Contains(s, " len ") && seen[s] {
+						retrans++
+					}
+					seen[s] = true
+				}
+				if retrans == 0 {
+					t.Errorf("netstack sent nothing twice: no loss was repaired\n  %s", strings.Join(base.sent, "\n  "))
+				}
+				timeouts += owned.fp.DemotionsBy["timeout"]
+			})
+		}
+	}
+	if timeouts == 0 {
+		t.Errorf("no owned run was handed back at its retransmission deadline")
+	}
+}
+
+// lossSteps fills in the payloads of steps, whose segments carry sizes
+// bytes each in order.
+func lossSteps(steps [][]ownedSeg, sizes [][]uint32) [][]ownedSeg {
+	next := uint32(1)
+	out := make([][]ownedSeg, len(steps))
+	for i, st := range steps {
+		out[i] = append([]ownedSeg(nil), st...)
+		for j := range out[i] {
+			n := sizes[i][j]
+			out[i][j].Seq = next
+			out[i][j].Payload = diffPayload(next-1, n)
+			next += n
+		}
+	}
+	return out
 }
 
 // FuzzOwnedDifferential: go test ./stack -run XXX -fuzz FuzzOwnedDifferential

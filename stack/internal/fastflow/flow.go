@@ -62,7 +62,8 @@ type Flow struct {
 	ipID     uint16 // the next IPv4 identification
 	fltHead  uint8  // the oldest entry of inflight
 	fltLen   uint8  // entries in use in inflight
-	_        [12]byte
+	probeAt  uint32 // microseconds: the tail loss probe's deadline while data is in flight (flagProbe)
+	_        [8]byte
 
 	// Line 2: the header template.
 
@@ -105,6 +106,7 @@ const (
 	flagTS      = 1 << iota // timestamps are on (NOP NOP TS in every segment)
 	flagAckOwed             // data arrived that no segment sent has acknowledged
 	flagAckNow              // more than one MSS is unacknowledged: ACK without delay
+	flagProbe               // the slow path arms tail loss probes (State.Probe)
 )
 
 // tsWord is the first word of the timestamp option as Linux lays it out:

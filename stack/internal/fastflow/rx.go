@@ -195,7 +195,7 @@ func optionsReason(opts []byte) Reason {
 // retransmission deadline. Samples come from the Clock, not TSecr: the
 // timestamp clock ticks in milliseconds, coarser than a local RTT.
 func (f *Flow) ackInflight(ack uint32, clk Clock) {
-	sampled := false
+	sampled, segs := false, f.fltLen
 	for f.fltLen > 0 {
 		s := &f.inflight[f.fltHead]
 		if seqLT(ack, s.end) {
@@ -209,7 +209,10 @@ func (f *Flow) ackInflight(ack uint32, clk Clock) {
 		f.fltLen--
 	}
 	if f.sndUna != f.sndNxt {
-		// RFC 6298 §5.3: restart the timer on an ACK of new data.
+		// RFC 6298 §5.3: restart the timer on an ACK of new data;
+		// and the probe, from the ACK, with the segments outstanding
+		// before it, as netstack arms it.
 		f.lossAt = clk.Us + f.rto
+		f.probeAt = clk.Us + f.pto(segs)
 	}
 }

@@ -194,30 +194,76 @@ func TestInitInFlightContinues(t *testing.T) {
 	}
 }
 
-// ProbeAt is the tail loss probe's deadline as netstack's RACK-TLP arms
-// it: from the last segment sent, 2·SRTT plus the peer's worst-case
-// delayed ACK for one segment in flight, plus 2 ms for more; never after
-// the retransmission deadline.
+// ProbeAt is the deadline netstack keeps for the segments in flight.
+// With tail loss probes (State.Probe) it is the probe's, armed as
+// netstack's RACK-TLP arms it: at each send, 2·SRTT plus the peer's
+// worst-case delayed ACK for one segment in flight, plus 2 ms for more;
+// at an ACK of some with more in flight, from the ACK with the segments
+// outstanding before it; not capped by the retransmission deadline, which
+// netstack arms only after the probe. Without probes it is the
+// retransmission deadline.
 func TestProbeAt(t *testing.T) {
 	a, _ := newPair(t, 100, 9000)
 	clk := Clock{Us: 1000, Ms: 1}
 	a.send(t, []byte("one"), clk)
 	if got, want := a.f.ProbeAt(), a.f.LossAt(); got != want {
-		t.Fatalf("no RTT sample: probe at %d, want the loss deadline %d", got, want)
+		t.Fatalf("without probes: deadline %d, want the loss deadline %d", got, want)
+	}
+
+	a, _ = newPair(t, 100, 9000)
+	a.f.flags |= flagProbe
+	a.send(t, []byte("one"), clk)
+	if got, want := a.f.ProbeAt(), clk.Us+initialRTO; got != want {
+		t.Fatalf("no RTT sample: probe at %d, want %d", got, want)
 	}
 	a.f.sampleRTT(300)
-	a.f.lossAt = clk.Us + 1_000_000
-	if got, want := a.f.ProbeAt(), clk.Us+600+worstDelayedAck; got != want {
-		t.Errorf("one segment: probe at %d, want %d", got, want)
-	}
 	clk.Us += 50
 	a.send(t, []byte("two"), clk)
 	if got, want := a.f.ProbeAt(), clk.Us+600+probeMin; got != want {
 		t.Errorf("two segments: probe at %d, want %d", got, want)
 	}
 	a.f.lossAt = clk.Us + 100
-	if got, want := a.f.ProbeAt(), clk.Us+100; got != want {
-		t.Errorf("loss deadline sooner: probe at %d, want %d", got, want)
+	if got, want := a.f.ProbeAt(), clk.Us+600+probeMin; got != want {
+		t.Errorf("loss deadline sooner: probe at %d, want %d (not capped)", got, want)
+	}
+
+	// An ACK of the first segment: the probe from the ACK, with the two
+	// segments outstanding before it.
+	ack := seg{seq: a.f.rcvNxt, ack: a.f.sndUna + 3, flags: header.TCPFlagAck, wnd: 512, ts: true, tsVal: 2000, tsEcr: 5001}
+	clk.Us += 400
+	if _, r := a.f.Receive(ack.build(), clk); r != OK {
+		t.Fatal(r)
+	}
+	if got, want := a.f.ProbeAt(), clk.Us+2*a.f.srtt+probeMin; got != want {
+		t.Errorf("after an ACK of one of two: probe at %d, want %d", got, want)
+	}
+	// The last one alone in flight: the next send counts one segment.
+	st := a.f.Export()
+	if !st.Probe || st.ProbeAt != a.f.ProbeAt() {
+		t.Errorf("Export: Probe %v, ProbeAt %d; want true, %d", st.Probe, st.ProbeAt, a.f.ProbeAt())
+	}
+}
+
+// InitInFlight takes the slow path's probe deadline, or makes one from the
+// last segment's send time.
+func TestInitInFlightProbe(t *testing.T) {
+	for _, given := range []uint32{0, 77_777} {
+		a, _ := newPair(t, 100, 9000)
+		st := a.f.Export()
+		st.Probe, st.ProbeAt, st.SRTT = true, given, 500
+		st.SndNxt = st.SndUna + 10
+		st.InFlight = []Sent{{End: st.SndUna + 4, At: 1000}, {End: st.SndNxt, At: 1200}}
+		var f Flow
+		if err := f.InitInFlight(&st, a.ring, make([]byte, 10)); err != nil {
+			t.Fatal(err)
+		}
+		want := given
+		if want == 0 {
+			want = 1200 + 2*500 + probeMin
+		}
+		if got := f.ProbeAt(); got != want {
+			t.Errorf("ProbeAt given %d: %d, want %d", given, got, want)
+		}
 	}
 }
 

@@ -52,6 +52,15 @@ type State struct {
 	// Segments in flight, oldest first (InitInFlight and Export).
 	InFlight []Sent
 
+	// Probe: the slow path guards data in flight with a tail loss probe
+	// (RACK-TLP with SACK, RFC 8985 §7), whose timer stands in for the
+	// retransmission timer until the probe is sent. ProbeAt is its
+	// deadline (microseconds) while data is in flight: for InitInFlight
+	// the slow path's, 0 for one from the last segment's send; from
+	// Export the flow's.
+	Probe   bool
+	ProbeAt uint32
+
 	// Export only: counters, and the retransmission deadline
 	// (microseconds; valid while SndUna != SndNxt).
 	SegsIn, SegsOut   uint32
@@ -111,6 +120,9 @@ func (f *Flow) Init(st *State) error {
 	}
 	if f.rto == 0 {
 		f.rto = initialRTO
+	}
+	if st.Probe {
+		f.flags |= flagProbe
 	}
 	if st.AckOwed || st.LastAckSent != st.RcvNxt {
 		f.flags |= flagAckOwed
@@ -185,6 +197,10 @@ func (f *Flow) InitInFlight(st *State, ring, unacked []byte) error {
 	f.fltHead, f.fltLen = 0, uint8(len(st.InFlight))
 	f.sndNxt, f.sndEnd = st.SndNxt, st.SndNxt
 	f.lossAt = st.InFlight[0].At + f.rto
+	f.probeAt = st.ProbeAt
+	if f.probeAt == 0 {
+		f.probeAt = st.InFlight[len(st.InFlight)-1].At + f.pto(f.fltLen)
+	}
 	f.updateRoom()
 	return nil
 }
@@ -222,6 +238,8 @@ func (f *Flow) Export() State {
 		AckOwed:     f.flags&flagAckOwed != 0,
 		DelAckAt:    f.delackAt,
 		LossAt:      f.lossAt,
+		Probe:       f.flags&flagProbe != 0,
+		ProbeAt:     f.probeAt,
 	}
 	h := f.hdr[:]
 	copy(st.DstMAC[:], h[0:6])
@@ -260,27 +278,30 @@ func (f *Flow) SetAckDue(us uint32) {
 	}
 }
 
-// ProbeAt returns when a tail loss probe would be due for the segments in
-// flight (Clock.Us), as netstack's RACK-TLP arms it (RFC 8985 §7.5.1):
-// the last segment's send time plus twice SRTT, plus the peer's
-// worst-case delayed ACK when one segment is in flight, or 2 ms when
-// more are; the retransmission deadline if that is sooner or there is
-// no RTT sample. Valid while data is in flight.
+// ProbeAt returns the deadline of the segments in flight (Clock.Us), as
+// the slow path keeps it: with Probe, the tail loss probe's, armed as
+// netstack's RACK-TLP arms it (RFC 8985 §7.5.1) when new data is sent or
+// an ACK acknowledges some and leaves more in flight, and not capped by
+// the retransmission timeout, which runs only after the probe; without,
+// the retransmission deadline. Valid while data is in flight.
 func (f *Flow) ProbeAt() uint32 {
-	if f.fltLen == 0 || f.srtt == 0 {
-		return f.lossAt
-	}
-	last := f.inflight[(int(f.fltHead)+int(f.fltLen)-1)%maxInflight].at
-	pto := 2 * f.srtt
-	if f.fltLen == 1 {
-		pto += worstDelayedAck
-	} else {
-		pto += probeMin
-	}
-	if at := last + pto; seqLT(at, f.lossAt) {
-		return at
+	if f.flags&flagProbe != 0 {
+		return f.probeAt
 	}
 	return f.lossAt
+}
+
+// pto returns the probe timeout with segs segments outstanding: twice
+// SRTT, plus the peer's worst-case delayed ACK when one segment is in
+// flight, or 2 ms when more are; a second before the first RTT sample.
+func (f *Flow) pto(segs uint8) uint32 {
+	if f.srtt == 0 {
+		return initialRTO
+	}
+	if segs == 1 {
+		return 2*f.srtt + worstDelayedAck
+	}
+	return 2*f.srtt + probeMin
 }
 
 // The probe timeout's allowances in microseconds: the peer's worst-case

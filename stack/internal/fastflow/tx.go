@@ -130,6 +130,7 @@ func (f *Flow) segment(frame, ring []byte, n uint32, clk Clock) (int, Reason) {
 		i := (f.fltHead + f.fltLen) % maxInflight
 		f.inflight[i] = sent{end: f.sndNxt + n, at: clk.Us}
 		f.fltLen++
+		f.probeAt = clk.Us + f.pto(f.fltLen)
 		f.sndNxt += n
 		f.room -= n
 		f.bytesOut += n

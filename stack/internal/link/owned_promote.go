@@ -173,8 +173,15 @@ func (f *Demux) fastState(h *tcp.HandOver, c *ownCand) fastflow.State {
 		st.AckOwed = true
 		st.DelAckAt = clk.Us + f.ep.ownedDelack()
 	}
+	us := func(t tcpip.MonotonicTime) uint32 {
+		return fastflow.ClockAt(t.Sub(tcpip.MonotonicTime{}).Nanoseconds()).Us
+	}
 	for _, s := range h.InFlight {
-		st.InFlight = append(st.InFlight, fastflow.Sent{End: s.End, At: fastflow.ClockAt(s.At.Sub(tcpip.MonotonicTime{}).Nanoseconds()).Us})
+		st.InFlight = append(st.InFlight, fastflow.Sent{End: s.End, At: us(s.At)})
+	}
+	st.Probe = h.Probe
+	if h.ProbeAt != (tcpip.MonotonicTime{}) {
+		st.ProbeAt = us(h.ProbeAt)
 	}
 	return st
 }

@@ -203,8 +203,10 @@ func (e *Owned) demote(reason int) {
 // handOver turns the flow's exported state back into netstack's terms,
 // its times relative to now (clk is now's Clock).
 func handOver(st *fastflow.State, clk fastflow.Clock, now tcpip.MonotonicTime) tcp.HandOver {
+	// at turns a Clock.Us into the stack's time: past (a send) or
+	// future (a probe deadline), by their signed difference.
 	at := func(us uint32) tcpip.MonotonicTime {
-		return now.Add(-time.Duration(clk.Us-us) * time.Microsecond)
+		return now.Add(time.Duration(int32(us-clk.Us)) * time.Microsecond)
 	}
 	h := tcp.HandOver{
 		SndUna: st.SndUna, SndNxt: st.SndNxt, SndWnd: st.SndWnd, SndWL1: st.SndWL1, SndWL2: st.SndWL2,
@@ -218,6 +220,9 @@ func handOver(st *fastflow.State, clk fastflow.Clock, now tcpip.MonotonicTime) t
 	}
 	for _, s := range st.InFlight {
 		h.InFlight = append(h.InFlight, tcp.HandOverSeg{End: s.End, At: at(s.At)})
+	}
+	if st.Probe && len(st.InFlight) > 0 {
+		h.Probe, h.ProbeAt = true, at(st.ProbeAt)
 	}
 	return h
 }

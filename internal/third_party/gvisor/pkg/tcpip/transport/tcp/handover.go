@@ -107,6 +107,18 @@ type HandOver struct {
 	// first: [SndUna, InFlight[0].End), [InFlight[0].End,
 	// InFlight[1].End), ... up to SndNxt.
 	InFlight []HandOverSeg
+	// Probe is set if netstack guards the segments in flight with a
+	// tail loss probe (RACK-TLP with SACK, RFC 8985 section 7): its probe
+	// timer then stands in for the retransmission timer, which it arms
+	// only once the probe has gone. Without it, the retransmission
+	// timer runs from the oldest segment's send (RFC 6298).
+	Probe bool
+	// ProbeAt is the probe's deadline, while Probe and data is in
+	// flight: in a HandOut the probe timer's target, zero if it was not
+	// armed; in a TakeBack the deadline the fast path kept (armed as it
+	// is, not capped by the retransmission timeout, as netstack arms a
+	// probe after new data), or zero for one from LastSend.
+	ProbeAt tcpip.MonotonicTime
 	// AckOwed (TakeBack only) is set if data was received that no
 	// segment sent has acknowledged.
 	AckOwed bool
@@ -228,11 +240,15 @@ func (e *Endpoint) HandOut(buf []byte, maxSegs int) (HandOver, []byte, HandOutMi
 		RTO:         s.RTO,
 		Now:         now,
 		LastSend:    s.LastSendTime,
+		Probe:       s.shouldSchedulePTO(),
 		TTL:         calculateTTL(e.route, e.ipv4TTL, e.ipv6HopLimit),
 		TOS:         e.sendTOS,
 	}
 	if e.SendTSOk {
 		h.TSVal = e.tsVal(now)
+	}
+	if h.Probe && s.probeTimer.enabled() {
+		h.ProbeAt = s.probeTimer.target
 	}
 	s.rtt.Lock()
 	if s.rtt.TCPRTTState.SRTTInited {
@@ -511,15 +527,21 @@ func (e *Endpoint) takeBackLocked(h *HandOver, inflight, unsent []byte) error {
 
 	// Timers.
 	if len(h.InFlight) > 0 {
-		d := h.InFlight[0].At.Add(s.RTO).Sub(now)
-		s.resendTimer.enableAt(now, max(d, 0))
-		if s.shouldSchedulePTO() {
-			// The tail loss probe netstack arms after sending new
-			// data (RACK-TLP, RFC 8985 section 7.5.1), from the last
-			// segment sent: a fast path that hands the connection
-			// back at its own probe deadline has the probe sent at
-			// once.
-			s.schedulePTOFrom(s.LastSendTime)
+		switch {
+		case s.shouldSchedulePTO() && h.ProbeAt != (tcpip.MonotonicTime{}):
+			// The probe the fast path kept, as netstack arms it after
+			// new data or an ACK of some (RACK-TLP, RFC 8985 section
+			// 7.5.1): the retransmission timer waits for the probe.
+			s.probeTimer.enableAt(now, max(h.ProbeAt.Sub(now), 0))
+		default:
+			d := h.InFlight[0].At.Add(s.RTO).Sub(now)
+			s.resendTimer.enableAt(now, max(d, 0))
+			if s.shouldSchedulePTO() {
+				// A probe from the last segment sent: a fast path
+				// that hands the connection back at its own probe
+				// deadline has the probe sent at once.
+				s.schedulePTOFrom(s.LastSendTime)
+			}
 		}
 	}
 	if h.AckOwed && r.RcvNxt != s.MaxSentAck {
