@@ -113,3 +113,44 @@ func TestMemOwnedBulkToHandler(t *testing.T) {
 		t.Errorf("netstack refused %d take-backs", o.TakeBackFailed)
 	}
 }
+
+// TestScriptOwnedIPOptions: a segment of a connection the owned fast path
+// carries that early demux cannot parse (an IPv4 header with options)
+// reaches netstack's ordinary path while the endpoint is parked. It is
+// held there, the connection handed back to netstack, and the segment
+// then processed: the handler gets it and its reply leaves, without the
+// peer's retransmission.
+func TestScriptOwnedIPOptions(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Timestamps: true})
+	connectHandler(t, p, &recHandler{})
+	seq := uint32(1)
+	p.Send(seg{Flags: "PA", Seq: seq, Ack: 1, Payload: []byte("first")})
+	seq += 5
+	p.Expect(seg{Flags: "PA", Seq: 1, Ack: seq, Payload: []byte("first")})
+	waitFor(t, "promotion", func() bool { return p.s.Stats().FastPath.Owned.Flows == 1 })
+
+	p.Send(seg{Flags: "PA", Seq: seq, Ack: 6, Payload: []byte("options"), IPOptions: true})
+	seq += 7
+	// netstack's ordinary path may acknowledge it before the reply.
+	for {
+		s, ok := p.next(scriptWait)
+		if !ok {
+			t.Fatal("no reply to the segment with IP options")
+		}
+		if len(s.Payload) == 0 && s.Flags == "A" && s.Ack == seq {
+			continue
+		}
+		if s.Flags != "PA" || s.Seq != 6 || s.Ack != seq || string(s.Payload) != "options" {
+			t.Fatalf("got %v, want the reply [PA] seq 6 ack %d \"options\"", s, seq)
+		}
+		break
+	}
+	// And the connection goes on.
+	p.Send(seg{Flags: "PA", Seq: seq, Ack: 13, Payload: []byte("after")})
+	seq += 5
+	p.Expect(seg{Flags: "PA", Seq: 13, Ack: seq, Payload: []byte("after")})
+	o := p.s.Stats().FastPath.Owned
+	if o.DemotionsBy["held"] == 0 {
+		t.Errorf("no demotion for a held segment: %v", o.DemotionsBy)
+	}
+}

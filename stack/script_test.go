@@ -63,6 +63,9 @@ type seg struct {
 	TSval, TSecr uint32
 	// TS is set on segments from ustack that carry the timestamps option.
 	TS bool
+	// IPOptions (sending, IPv4) puts a 4-byte IP option (NOPs, then End
+	// of Option List) in the segment's IP header.
+	IPOptions bool
 
 	// Parsed from segments ustack sends: the SYN options (MSS 0 and WS
 	// -1 when absent).
@@ -396,8 +399,13 @@ func (p *scriptPeer) enqueue(s seg) {
 	frame := p.wire.Frame(addr)
 	ipLen := header.IPv4MinimumSize
 	ethType := header.IPv4ProtocolNumber
-	if p.o.IPv6 {
+	var ipOpts header.IPv4OptionsSerializer
+	switch {
+	case p.o.IPv6:
 		ipLen, ethType = header.IPv6MinimumSize, header.IPv6ProtocolNumber
+	case s.IPOptions:
+		ipLen += 4
+		ipOpts = header.IPv4OptionsSerializer{&header.IPv4SerializableNOPOption{}, &header.IPv4SerializableNOPOption{}, &header.IPv4SerializableNOPOption{}, &header.IPv4SerializableListEndOption{}}
 	}
 	tcpLen := header.TCPMinimumSize + n + len(s.Payload)
 	total := header.EthernetMinimumSize + ipLen + tcpLen
@@ -417,7 +425,7 @@ func (p *scriptPeer) enqueue(s seg) {
 		h := header.IPv4(ip)
 		h.Encode(&header.IPv4Fields{
 			TotalLength: uint16(ipLen + tcpLen), TTL: 64, Protocol: uint8(header.TCPProtocolNumber),
-			SrcAddr: src, DstAddr: dst,
+			SrcAddr: src, DstAddr: dst, Options: ipOpts,
 		})
 		h.SetChecksum(^h.CalculateChecksum())
 	}

@@ -92,7 +92,14 @@ func newStack(cfg Config, ios []frameIO, li linkInfo, owner portOwner) (*Stack, 
 	})
 	s := &Stack{cfg: cfg, ns: ns, ep: ep, mw: mw, addrs: cfg.Addrs}
 	if q, ok := ns.TransportProtocolInstance(tcp.ProtocolNumber).(link.SegmentQueuer); ok && !cfg.Debug.NoEarlyDemux {
-		ep.SetOwned(!cfg.Debug.NoFastPath && !cfg.Debug.NetstackFastPath, ns.Clock(), cfg.DelayedAck)
+		owned := !cfg.Debug.NoFastPath && !cfg.Debug.NetstackFastPath
+		ep.SetOwned(owned, ns.Clock(), cfg.DelayedAck)
+		if owned {
+			// Segments a parked endpoint holds hand its connection
+			// back (IP options, fragments: what early demux cannot
+			// read). The stack was made with TCP, so this cannot fail.
+			_ = tcp.SetHeldHook(ns, ep.HeldSegment)
+		}
 		ep.SetDemux(link.NewDemux(ns, nicID, q, !cfg.Debug.NoFastPath, ep.LinkAddress(), cfg.Addrs, cfg.Gateway4, cfg.Gateway6))
 	}
 	ns.SetDirectWrite(!cfg.Debug.NoFastPath)

@@ -231,9 +231,10 @@ type OwnedStats struct {
 	// Promotions counts connections netstack handed to it; Demotions
 	// those it handed back, and DemotionsBy by why: a fastflow reason
 	// (a segment or a send it does not do: "dup-ack", "out-of-order",
-	// "window-limited", ...), "timeout" (data in flight past the
-	// retransmission deadline), "close" (the handler closed or shut
-	// the connection down).
+	// "window-limited", ...), "timeout" (data in flight past its tail
+	// loss probe's or retransmission deadline), "close" (the handler
+	// closed or shut the connection down), "held" (a segment reached
+	// netstack's ordinary path: IP options, a fragment).
 	Promotions, Demotions uint64
 	DemotionsBy           map[string]uint64
 	// PromoteRefused counts promotions not made, and PromoteRefusedBy by

@@ -77,6 +77,41 @@ type Owned struct {
 	live      bool // under the owner's lock: the flow is the connection's
 	ep        *tcp.Endpoint
 	owner     Owner
+	// held is set when the parked endpoint holds a segment that came
+	// through netstack's ordinary path (HeldSegment): the queue's tick
+	// hands the connection back, and netstack processes it.
+	held atomic.Bool
+}
+
+// heldSegment marks e for demotion at the queue's next tick: its parked
+// endpoint holds a segment.
+func (e *Owned) heldSegment() {
+	e.held.Store(true)
+	e.q.own.tick.Push()
+}
+
+// HeldSegment is netstack's hook (tcp.SetHeldHook): a parked endpoint
+// holds a segment of its connection that came through netstack's ordinary
+// path (IP options, a fragment, a race with the hand-out). The queue that
+// carries the connection hands it back at its next tick, and netstack
+// processes the segment then. Called with ep's lock held: it takes only
+// the queues' table locks.
+func (e *Endpoint) HeldSegment(ep *tcp.Endpoint) {
+	id := ep.ID
+	if id.LocalAddress.Len() != 4 || id.RemoteAddress.Len() != 4 {
+		return
+	}
+	key := ownKey{la: id.LocalAddress.As4(), ra: id.RemoteAddress.As4(), lp: id.LocalPort, rp: id.RemotePort}
+	for _, q := range e.queues {
+		o := &q.own
+		o.mu.Lock()
+		own := o.table[key]
+		o.mu.Unlock()
+		if own != nil && own.ep == ep {
+			own.heldSegment()
+			return
+		}
+	}
 }
 
 // owned is a queue's owned fast path.
@@ -144,6 +179,9 @@ const (
 	DemoteClose
 	// DemoteOwner: the owner asked (its writes held back, say).
 	DemoteOwner
+	// DemoteHeld: netstack holds a segment of the connection that came
+	// through its ordinary path (Owned.HeldSegment).
+	DemoteHeld
 	numOwnReasonsEnd
 )
 
@@ -185,6 +223,8 @@ func DemoteReasonName(r int) string {
 		return "close"
 	case DemoteOwner:
 		return "owner"
+	case DemoteHeld:
+		return "held"
 	}
 	return fastflow.Reason(r).String()
 }

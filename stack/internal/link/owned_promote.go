@@ -124,6 +124,12 @@ func (f *Demux) promoteOne(q *queue, c *ownCand) {
 	o.mu.Unlock()
 	o.promotions.Add(1)
 	c.owner.Owned(e)
+	if c.ep.HoldsSegments() {
+		// A segment came through netstack's ordinary path between the
+		// hand-out and the table's entry, where the hook could not
+		// find the connection.
+		e.heldSegment()
+	}
 	clk := q.batchClock()
 	if owed, _ := o.slab.Flow(idx).AckOwed(); owed && o.delack == 0 {
 		e.ack(clk)

@@ -98,6 +98,12 @@ func (q *queue) ownedDeadlines(e *Owned) {
 	o := &q.own
 	f := o.slab.Flow(e.idx)
 	clk, _ := o.now()
+	if e.held.Swap(false) {
+		// netstack holds a segment of the connection: it takes the
+		// connection back and processes it.
+		e.demote(DemoteHeld)
+		return
+	}
 	if f.InFlight() > 0 && int32(clk.Us-f.ProbeAt()) >= 0 {
 		// The tail loss probe's deadline: netstack, taking the
 		// connection back, sends the probe (or retransmits) at once.

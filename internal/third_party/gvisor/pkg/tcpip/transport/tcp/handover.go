@@ -24,6 +24,7 @@ import (
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/seqnum"
+	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/waiter"
 )
 
@@ -37,10 +38,13 @@ import (
 //
 // While e is parked (e.parked):
 //   - ReceiveFast misses with FastMissBusy;
-//   - segments that reach the ordinary path are dropped (counted as
-//     dropped from the segment queue): the fast path's owner must not
-//     deliver the connection's segments to netstack, and one that races
-//     with the hand-over is a loss the peer repairs;
+//   - segments that reach the ordinary path (one whose headers the fast
+//     path cannot read, say, or one that raced with the hand-out) are
+//     held in the segment queue and the stack's hook (SetHeldHook) is
+//     told, so that the fast path's owner takes the connection back;
+//     TakeBack's unlock then has them processed. Without a hook they are
+//     dropped (counted as dropped from the segment queue), a loss the
+//     peer repairs;
 //   - timers do nothing (HandOut stopped them; TakeBack arms them again),
 //     and a segment netstack would send (a window update after a
 //     receive buffer change, say) is not sent;
@@ -523,7 +527,7 @@ func (e *Endpoint) takeBackLocked(h *HandOver, inflight, unsent []byte) error {
 		e.sndQueueInfo.SndBufUsed += n
 		e.sndQueueInfo.sndQueueMu.Unlock()
 	}
-	e.parked = false
+	e.parked = false // what it held is processed at the unlock
 
 	// Timers.
 	if len(h.InFlight) > 0 {
@@ -576,13 +580,39 @@ func (e *Endpoint) abandonParkedLocked() bool {
 	return true
 }
 
-// dropParkedLocked drops the segments queued for a parked endpoint and
-// reports whether it did (handleSegmentsLocked's hook).
+// SetHeldHook has hook told, with the endpoint's lock held and from
+// whichever goroutine processes the segment, when a parked endpoint of
+// s's TCP holds a segment that came through the ordinary path. hook must
+// neither block nor take the endpoint's lock, and should have the
+// connection taken back soon (TakeBack). Set it before traffic starts.
+func SetHeldHook(s *stack.Stack, hook func(*Endpoint)) error {
+	p, ok := s.TransportProtocolInstance(ProtocolNumber).(*protocol)
+	if !ok {
+		return errors.New("tcp: the stack has no TCP")
+	}
+	p.held = hook
+	return nil
+}
+
+// HoldsSegments reports whether segments wait in e's queue: for a parked
+// endpoint, those it holds for TakeBack.
+func (e *Endpoint) HoldsSegments() bool { return !e.segmentQueue.empty() }
+
+// dropParkedLocked keeps a parked endpoint's queued segments from
+// processing and reports whether it did (handleSegmentsLocked's hook):
+// it holds them for TakeBack and tells the stack's hook (SetHeldHook),
+// or without one drops them.
 //
 // +checklocks:e.mu
 func (e *Endpoint) dropParkedLocked() bool {
 	if !e.parked {
 		return false
+	}
+	if hook := e.protocol.held; hook != nil {
+		if !e.segmentQueue.empty() {
+			hook(e)
+		}
+		return true
 	}
 	for s := e.segmentQueue.dequeue(); s != nil; s = e.segmentQueue.dequeue() {
 		e.stack.Stats().DroppedPackets.Increment()

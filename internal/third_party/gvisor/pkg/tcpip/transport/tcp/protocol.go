@@ -90,6 +90,10 @@ const (
 type protocol struct {
 	stack *stack.Stack
 
+	// held is told of segments a parked endpoint holds (ustack;
+	// handover.go's SetHeldHook). Set before traffic, then only read.
+	held func(*Endpoint) `state:"nosave"`
+
 	mu protocolRWMutex `state:"nosave"`
 
 	// +checklocks:mu
