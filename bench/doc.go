@@ -35,9 +35,11 @@
 // and with -all the rest: ustack-adaptive, ustack-blocking, gvisor-xdp
 // (gVisor netstack over gVisor's own AF_XDP endpoint), floor-asavie (the
 // reflector over github.com/asavie/xdp v0.3.3, bench/internal/asavie),
-// floor-1us/2us/4us (the floor answering late), ustack-no-gro/-no-gso/
-// -no-tx-checksum (one offload off) and ustack-handoff (netstack's own
-// hand-offs and immediate ACKs).
+// floor-1us/2us/4us (the floor answering late), floor-tcp-spin,
+// ustack-handler-spin and ustack-1p-spin (a kernel TCP client that spins
+// instead of sleeping: SO_BUSY_POLL and spinning reads, set against
+// floor-tcp-spin), ustack-no-gro/-no-gso/-no-tx-checksum (one offload
+// off) and ustack-handoff (netstack's own hand-offs and immediate ACKs).
 //
 // Workloads: single-connection ping-pong at several sizes (RTT percentiles
 // from a log-linear histogram) and N connections for requests/s against an echo

@@ -151,6 +151,14 @@ var allContenders = []contender{
 	{Name: "floor-1us", Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: pingpongOnly, Delay: time.Microsecond},
 	{Name: "floor-2us", Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: pingpongOnly, Delay: 2 * time.Microsecond},
 	{Name: "floor-4us", Server: "floor", Client: "kernel", Proto: "udp", Target: "ustack", Workloads: pingpongOnly, Delay: 4 * time.Microsecond},
+	// A kernel TCP client that spins (SO_BUSY_POLL and spinning reads)
+	// against floor-tcp and the handler server: the client never sleeps,
+	// so its round trip shows the server's latency, where the default
+	// client's p50 depends on whether a reply lands before its thread
+	// sleeps (see floorOf).
+	{Name: "floor-tcp-spin", Server: "floor", Client: "busypoll", Proto: "tcp", Target: "ustack", Workloads: pingpongOnly},
+	{Name: "ustack-handler-spin", Server: "ustack", Poll: "spin", Handler: true, Client: "busypoll", Proto: "tcp", Target: "ustack", Workloads: pingpongOnly},
+	{Name: "ustack-1p-spin", Server: "ustack", Poll: "spin", Client: "busypoll", Proto: "tcp", Target: "ustack", Workloads: pingpongOnly, Procs: 1},
 	// ustack with upstream netstack's hand-offs and immediate ACKs: what
 	// running TCP to completion on the worker and delaying ACKs buy.
 	{Name: "ustack-handoff", Server: "ustack", Poll: "spin", Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk", "bulk-s2c"}, Upstream: true},
@@ -210,6 +218,8 @@ func floorOf(c contender, workload string) []string {
 			return []string{"floor-floor"}
 		case c.Client == "kernel" && c.Proto == "tcp":
 			return []string{"floor-tcp"}
+		case c.Client == "busypoll" && c.Proto == "tcp" && c.Server != "kernel-busypoll":
+			return []string{"floor-tcp-spin"}
 		}
 		return []string{"floor"}
 	case "rate":
