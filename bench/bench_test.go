@@ -519,6 +519,15 @@ func TestReportFloorRatios(t *testing.T) {
 		}
 	}
 	r.Medians = withTCPFloor
+	// A spinning kernel client's ping-pong is set against floor-tcp-spin,
+	// the same client's floor; kernel-busypoll keeps the UDP floor.
+	r.Medians = append(r.Medians, pp("floor-tcp-spin", 8), pp("ustack-handler-spin", 10), pp("kernel-busypoll", 15))
+	for _, c := range []struct{ contender, want string }{{"ustack-handler-spin", "1.25x"}, {"floor-tcp-spin", "1.00x"}, {"kernel-busypoll", "1.50x"}} {
+		if got := r.floorRatio(r.find(c.contender, "pingpong", 64), rttP50); got != c.want {
+			t.Errorf("%s ×floor = %s, want %s", c.contender, got, c.want)
+		}
+	}
+	r.Medians = withTCPFloor
 	r.Machine.Placement, r.Machine.PlacementDetail = child.Shared, child.Placement{}.String()
 	if got := r.placementLine(); !strings.HasPrefix(got, "placement: shared: ") || !strings.Contains(got, "(-shared;") {
 		t.Errorf("shared placement line %q", got)

@@ -11,21 +11,12 @@ import (
 // the process's resident memory at once, and that a ring made again in
 // its place works.
 func TestSlabReleasesRings(t *testing.T) {
-	s, err := NewSlab(SlabConfig{Flows: 64, RingSize: 16 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rings []uint32
-	for range 3 * ringChunk {
-		r, err := s.AllocRing()
-		if err != nil {
-			t.Fatal(err)
-		}
+	s, rings := slabWithRings(t, 16<<10, 3*ringChunk)
+	for _, r := range rings {
 		b := s.Ring(r)
 		for i := range b {
 			b[i] = 0xa5
 		}
-		rings = append(rings, r)
 	}
 	if got, want := resident(t, s.arena.b[:3*s.arena.chunk]), 3*s.arena.chunk; got != want {
 		t.Fatalf("%d bytes of written rings resident, want %d", got, want)

@@ -293,18 +293,7 @@ func TestInitAckOwed(t *testing.T) {
 // Rings all free in a chunk go back to the runtime, but for one chunk's
 // worth kept spare; rings are made again as flows need them.
 func TestSlabGivesRingsBack(t *testing.T) {
-	s, err := NewSlab(SlabConfig{Flows: 64, RingSize: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rings []uint32
-	for range 3 * ringChunk {
-		r, err := s.AllocRing()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rings = append(rings, r)
-	}
+	s, rings := slabWithRings(t, 4096, 3*ringChunk)
 	if s.madeRings != 3 {
 		t.Fatalf("%d ring chunks made for %d rings, want 3", s.madeRings, len(rings))
 	}
@@ -327,4 +316,21 @@ func TestSlabGivesRingsBack(t *testing.T) {
 	if s.madeRings != 2 {
 		t.Fatalf("%d ring chunks for %d rings, want 2", s.madeRings, 2*ringChunk)
 	}
+}
+
+// slabWithRings returns a slab of 64 flows with rings of ringSize bytes,
+// n of them taken.
+func slabWithRings(t *testing.T, ringSize, n int) (*Slab, []uint32) {
+	t.Helper()
+	s, err := NewSlab(SlabConfig{Flows: 64, RingSize: ringSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rings := make([]uint32, n)
+	for i := range rings {
+		if rings[i], err = s.AllocRing(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, rings
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
 	"github.com/ustack-dev/ustack/stack/internal/fastflow"
-	"github.com/ustack-dev/ustack/stack/internal/trace"
 	"github.com/ustack-dev/ustack/xsk"
 )
 
@@ -88,16 +87,9 @@ func (e *Owned) send(clk fastflow.Clock) bool {
 		}
 		descs = append(descs, xsk.Desc{Addr: addr, Len: uint32(n)})
 	}
-	if t := q.trace; t != nil && len(descs) > 0 {
-		t.Mark(trace.StageTxRing)
-	}
-	enq := q.io.Enqueue(descs)
-	for _, d := range descs[enq:] {
-		// The TX ring is full: the segments were cut, so they are in
-		// flight as far as the flow knows, and are lost as on a wire.
-		q.io.Free(d.Addr)
-	}
-	q.txFrames.Add(uint64(enq))
+	// Segments that do not fit a full TX ring were cut, so they are in
+	// flight as far as the flow knows, and are lost as on a wire.
+	enq := q.enqueueTx(descs)
 	q.txPackets.Add(uint64(enq))
 	q.txMu.Unlock()
 	o.segsOut.Add(uint64(len(descs)))

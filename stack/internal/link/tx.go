@@ -189,6 +189,17 @@ func (e *Endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer, seg int) tx
 			at = txPos{at.pkt + 1, 0}
 		}
 	}
+	n := q.enqueueTx(descs)
+	if n < len(descs) {
+		// TX ring full: the frames from descs[n] on were not sent.
+		return q.txPos[n]
+	}
+	return at
+}
+
+// enqueueTx puts descs on the TX ring, frees the frames of those that did
+// not fit and returns how many went. Under q.txMu.
+func (q *queue) enqueueTx(descs []xsk.Desc) int {
 	if t := q.trace; t != nil && len(descs) > 0 {
 		// Before Enqueue: once a frame is on the ring, a kick may
 		// take it before this goroutine gets to note it.
@@ -199,11 +210,7 @@ func (e *Endpoint) writeBatch(q *queue, pkts []*gstack.PacketBuffer, seg int) tx
 		q.io.Free(d.Addr)
 	}
 	q.txFrames.Add(uint64(n))
-	if n < len(descs) {
-		// TX ring full: the frames from descs[n] on were not sent.
-		return q.txPos[n]
-	}
-	return at
+	return n
 }
 
 // loadTx prepares q.tx for pkt: its bytes as netstack's views, where its
