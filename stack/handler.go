@@ -118,6 +118,7 @@ type Stream struct {
 	endErr   error  // why the stream ended (OnClose's argument)
 	ended    bool   // OnClose called
 	onData   func([]byte)
+	onQueued func([]byte) // onData for bytes from the receive queue, counted first
 	userData any
 	fast     tcp.FastConsumer // OnTraffic straight from the frame
 	own      *link.Owned      // the owned fast path carries the connection (owned.go)
@@ -354,8 +355,7 @@ func (s *Stream) serve() {
 			s.poll.Push()
 			break
 		}
-		n, err := s.ep.ReadFunc(maxStreamRead, s.onData)
-		s.st.streamQueued.Add(uint64(n))
+		_, err := s.ep.ReadFunc(maxStreamRead, s.onQueued)
 		if err == nil {
 			continue
 		}
@@ -510,6 +510,10 @@ func (st *Stack) newStream(ep *tcp.Endpoint, wq *waiter.Queue, keys []portKey, h
 			t.Read()
 		}
 		s.h.OnTraffic(s, b)
+	}
+	s.onQueued = func(b []byte) {
+		st.streamQueued.Add(uint64(len(b)))
+		s.onData(b)
 	}
 	s.poll.Init(st.ep.Ready(), s.serve, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
 	s.wentry.Init(&s.poll, waiter.WritableEvents)

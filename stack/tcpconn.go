@@ -67,11 +67,16 @@ type pollState struct {
 }
 
 // pollWriter hands netstack's buffers to the consumer as they are read:
-// no copy in between.
-type pollWriter struct{ consume func([]byte) }
+// no copy in between. It counts them first, so that whoever the consumer
+// answers sees them counted.
+type pollWriter struct {
+	consume func([]byte)
+	queued  *atomic.Uint64
+}
 
 // Write implements io.Writer for netstack's ReadCount.
 func (w *pollWriter) Write(b []byte) (int, error) {
+	w.queued.Add(uint64(len(b)))
 	w.consume(b)
 	return len(b), nil
 }

@@ -57,7 +57,7 @@ func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func() (woke boo
 	if c.poll.Load() != nil {
 		return c.opError("read", errPolled)
 	}
-	p := &pollState{w: pollWriter{consume: consume}, consumed: consumed, done: done}
+	p := &pollState{w: pollWriter{consume: consume, queued: &c.s.pollQueued}, consumed: consumed, done: done}
 	p.Init(c.s.ep.Ready(), func() { c.pollRead(p) }, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr)
 	c.poll.Store(p)
 	c.wq.EventRegister(p.Entry())
@@ -87,8 +87,8 @@ func (c *tcpConn) placeDirect(p *pollState, b []byte) bool {
 	if t := c.s.ep.Trace(); t != nil {
 		t.Read()
 	}
-	p.w.consume(b)
 	c.s.pollDirect.Add(uint64(len(b)))
+	p.w.consume(b)
 	return true
 }
 
@@ -119,7 +119,6 @@ func (c *tcpConn) pollRead(p *pollState) {
 		}
 		n, err := c.ep.ReadCount(&p.w, tcpip.ReadOptions{})
 		if n > 0 {
-			c.s.pollQueued.Add(uint64(n))
 			if t := c.s.ep.Trace(); t != nil {
 				t.Read()
 			}
