@@ -98,6 +98,7 @@ var queueExports = map[string]export{
 	"TxPackets":         own("queue_tx_packets_total", "Packets netstack wrote to the queue (a GSO packet counts once)."),
 	"TxFrames":          own("queue_tx_frames_total", "Frames the queue's written packets took on the TX ring (more than tx_packets with GSO)."),
 	"TxNoFrame":         own("queue_tx_no_frame_total", "Writes that found no free frame or TX slot."),
+	"TxRingFull":        own("queue_tx_ring_full_total", "Frames written that found the TX ring full and were freed unsent (netstack retries them)."),
 	"TxOversize":        own("queue_tx_oversize_total", "Packets larger than a frame, or that segmentation could not write, dropped."),
 	"RxRunt":            {series: []series{shared(famDrops, "runt")}},
 	"RxBadChecksum":     {series: []series{shared(famDrops, "bad_checksum")}},

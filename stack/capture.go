@@ -12,8 +12,8 @@ import (
 // tshark, tcpdump and Wireshark. Received frames are recorded as they
 // come off the ring (after any Faults on RX), sent frames as they go on
 // it (before any Faults on TX). A frame that finds the TX ring full is
-// recorded again when netstack retries it. The writer is package
-// pcapio's (stack/internal/pcapio).
+// recorded again when netstack retries it (QueueStats.TxRingFull counts
+// those). The writer is package pcapio's (stack/internal/pcapio).
 type Capture struct {
 	// W receives the capture; the stack writes it through a buffer it
 	// flushes on Close, and does not close W.

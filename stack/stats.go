@@ -22,8 +22,11 @@ type QueueStats struct {
 	// than TxPackets with GSO); TxNoFrame counts writes that found no
 	// free frame or TX slot; TxOversize packets larger than a frame or
 	// that package offload could not write (dropped); RxRunt frames
-	// shorter than an Ethernet header.
+	// shorter than an Ethernet header; TxRingFull frames written that
+	// found the TX ring full and were freed unsent (netstack retries
+	// them, and Config.Capture records them again when it does).
 	RxPackets, TxPackets, TxFrames, TxNoFrame, TxOversize, RxRunt uint64
+	TxRingFull                                                    uint64
 	// RxBadChecksum counts TCP and UDP packets whose checksum failed in
 	// the worker's verification; the worker drops them.
 	RxBadChecksum uint64
@@ -345,7 +348,7 @@ func (s *Stack) Stats() Stats {
 		qs := QueueStats{
 			Queue:     i,
 			RxPackets: c.RxPackets, TxPackets: c.TxPackets, TxFrames: c.TxFrames,
-			TxNoFrame: c.TxNoFrame, TxOversize: c.TxOversize, RxRunt: c.RxRunt,
+			TxNoFrame: c.TxNoFrame, TxRingFull: c.TxRingFull, TxOversize: c.TxOversize, RxRunt: c.RxRunt,
 			RxBadChecksum: c.RxBadChecksum, RxInline: c.RxInline, RxPartialChecksum: c.RxPartialChecksum, RxCoalesced: c.RxCoalesced,
 			WorkerBusy: c.WorkerBusy, KickTime: c.KickTime, YieldTime: c.YieldTime,
 		}

@@ -12,7 +12,6 @@ import (
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/header/parse"
 	gstack "github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/stack"
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip/transport/tcp"
-	"github.com/ustack-dev/ustack/xsk"
 )
 
 // SegmentQueuer is netstack's TCP protocol as the transport demuxer sees
@@ -416,14 +415,11 @@ func (f *Demux) answerSyn(q *queue, frame []byte, ipLen int, th header.TCP, id *
 	tcpHdr := header.TCP(out[l4 : l4+copy(out[l4:], hdr[:syn.Len])])
 	xsum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, id.LocalAddress, id.RemoteAddress, uint16(syn.Len))
 	tcpHdr.SetChecksum(^checksum.Checksum(tcpHdr, xsum))
-	q.txDescs[0] = xsk.Desc{Addr: addr, Len: uint32(l4 + syn.Len)}
-	if q.io.Enqueue(q.txDescs[:1]) != 1 {
+	if !q.enqueueOne(addr, l4+syn.Len) {
 		// TX ring full: lost as if on the wire too.
-		q.io.Free(addr)
 		q.txNoFrame.Add(1)
 		return true
 	}
-	q.txFrames.Add(1)
 	q.txPackets.Add(1)
 	f.sent.Increment()
 	return true

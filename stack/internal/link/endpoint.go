@@ -53,7 +53,7 @@ type queue struct {
 	tx      offload.Tx          // under txMu: the packet being written
 	txViews [][]byte            // under txMu: its bytes (reused)
 
-	rxPackets, txPackets, txFrames, txNoFrame, txOversize, rxRunt, rxBadChecksum, rxPartialChecksum, rxInline, rxCoalesced atomic.Uint64
+	rxPackets, txPackets, txFrames, txNoFrame, txRingFull, txOversize, rxRunt, rxBadChecksum, rxPartialChecksum, rxInline, rxCoalesced atomic.Uint64
 	// rxYields counts the worker's yields of its P after an RX batch
 	// (tests).
 	rxYields atomic.Uint64
@@ -364,7 +364,11 @@ func (e *Endpoint) QueueIO(i int) frameio.IO { return e.queues[i].io }
 // counts).
 type Counters struct {
 	RxPackets, TxPackets, TxFrames, TxNoFrame, TxOversize, RxRunt uint64
-	RxBadChecksum, RxPartialChecksum, RxInline, RxCoalesced       uint64
+	// TxRingFull counts frames written that found the TX ring full and
+	// were freed unsent (netstack retries them; a SYN-ACK or pure ACK is
+	// lost as on a wire).
+	TxRingFull                                              uint64
+	RxBadChecksum, RxPartialChecksum, RxInline, RxCoalesced uint64
 	// RxYields counts the worker's yields of its P after an RX batch.
 	RxYields uint64
 	// WorkerBusy is the time the queue's worker spent at work: RX
@@ -402,7 +406,7 @@ func (e *Endpoint) Counters(i int) Counters {
 	c := Counters{TxFrames: q.txFrames.Load()}
 	c.RxPackets, c.TxPackets, c.TxNoFrame, c.TxOversize, c.RxRunt = q.rxPackets.Load(), q.txPackets.Load(), q.txNoFrame.Load(), q.txOversize.Load(), q.rxRunt.Load()
 	c.RxBadChecksum, c.RxPartialChecksum, c.RxInline, c.RxCoalesced = q.rxBadChecksum.Load(), q.rxPartialChecksum.Load(), q.rxInline.Load(), q.rxCoalesced.Load()
-	c.RxYields = q.rxYields.Load()
+	c.RxYields, c.TxRingFull = q.rxYields.Load(), q.txRingFull.Load()
 	c.WorkerBusy = time.Duration(q.busy.Load())
 	c.KickTime = time.Duration(q.kickTime.Load())
 	c.YieldTime = time.Duration(q.yieldTime.Load())

@@ -134,13 +134,10 @@ func (e *Owned) ack(clk fastflow.Clock) {
 		q.io.Free(addr)
 		return
 	}
-	q.txDescs[0] = xsk.Desc{Addr: addr, Len: uint32(n)}
-	if q.io.Enqueue(q.txDescs[:1]) != 1 {
-		q.io.Free(addr)
+	if !q.enqueueOne(addr, n) {
 		q.txNoFrame.Add(1)
 		return
 	}
-	q.txFrames.Add(1)
 	q.txPackets.Add(1)
 	q.own.segsOut.Add(1)
 	q.own.pureAcks.Add(1)

@@ -130,16 +130,7 @@ func (e *Endpoint) writeFrame(q *queue, hdr []byte, pkt *gstack.PacketBuffer) (b
 		}
 		return false, &tcpip.ErrMalformedHeader{}
 	}
-	if t := q.trace; t != nil {
-		t.Mark(trace.StageTxRing)
-	}
-	q.txDescs[0] = xsk.Desc{Addr: addr, Len: uint32(n)}
-	if q.io.Enqueue(q.txDescs[:1]) != 1 {
-		q.io.Free(addr)
-		return false, nil
-	}
-	q.txFrames.Add(1)
-	return true, nil
+	return q.enqueueOne(addr, n), nil
 }
 
 // txPos is a position in a list of packets being written: a packet's
@@ -209,8 +200,18 @@ func (q *queue) enqueueTx(descs []xsk.Desc) int {
 	for _, d := range descs[n:] {
 		q.io.Free(d.Addr)
 	}
+	if n < len(descs) {
+		q.txRingFull.Add(uint64(len(descs) - n))
+	}
 	q.txFrames.Add(uint64(n))
 	return n
+}
+
+// enqueueOne puts the frame at addr, n bytes long, on the TX ring, or
+// frees it if the ring is full. Under q.txMu.
+func (q *queue) enqueueOne(addr uint64, n int) bool {
+	q.txDescs[0] = xsk.Desc{Addr: addr, Len: uint32(n)}
+	return q.enqueueTx(q.txDescs[:1]) == 1
 }
 
 // loadTx prepares q.tx for pkt: its bytes as netstack's views, where its
