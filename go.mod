@@ -4,6 +4,7 @@ go 1.26.3
 
 require (
 	github.com/cilium/ebpf v0.22.0
+	github.com/dchest/siphash v1.2.3
 	github.com/google/btree v1.1.2
 	github.com/google/go-cmp v0.7.0
 	github.com/gopacket/gopacket v1.7.7

@@ -2,7 +2,10 @@
 
 package bpf
 
-import "net/netip"
+import (
+	"net/netip"
+	"time"
+)
 
 // Program is the steering program; on this system it cannot be loaded.
 type Program struct{}
@@ -45,3 +48,20 @@ func (p *Program) Counters() (Counters, error) { return Counters{}, ErrNotSuppor
 
 // Run reports ErrNotSupported.
 func (p *Program) Run([]byte) (Verdict, error) { return 0, ErrNotSupported }
+
+// SetSynKeys reports ErrNotSupported.
+func (p *Program) SetSynKeys(SynKeys) error { return ErrNotSupported }
+
+// AnswerSyns reports ErrNotSupported.
+func (p *Program) AnswerSyns(netip.Addr, uint16, SynAnswer) error { return ErrNotSupported }
+
+// StopSyns reports ErrNotSupported.
+func (p *Program) StopSyns(netip.Addr, uint16) error { return ErrNotSupported }
+
+// RunOut reports ErrNotSupported.
+func (p *Program) RunOut([]byte) (Verdict, []byte, error) { return 0, nil, ErrNotSupported }
+
+// Monotonic returns the time since an arbitrary point.
+func Monotonic() time.Duration { return time.Since(start) }
+
+var start = time.Now()

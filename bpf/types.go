@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrNotSupported is returned on systems without XDP (anything but Linux).
@@ -89,12 +90,14 @@ const (
 	RedirectNeigh               // ARP/NDP for an owned address
 	RedirectICMP                // ICMP to an owned address
 	RedirectFrag                // IP fragment to an owned address
+	TxSynAck                    // a SYN answered in the program with a cookie (XDP_TX)
 	numReasons
 )
 
 var reasonNames = [numReasons]string{
 	"pass_not_ip", "pass_malformed", "pass_not_owned", "pass_no_socket",
 	"redirect_addr", "redirect_port", "redirect_neigh", "redirect_icmp", "redirect_frag",
+	"tx_synack",
 }
 
 func (r Reason) String() string {
@@ -113,7 +116,7 @@ type Counters [numReasons]uint64
 // for lack of a socket.
 func (c Counters) Redirected() uint64 {
 	var n uint64
-	for r := RedirectAddr; r < numReasons; r++ {
+	for r := RedirectAddr; r <= RedirectFrag; r++ {
 		n += c[r]
 	}
 	return n - c[PassNoSocket]
@@ -158,3 +161,30 @@ func (pr Protocol) String() string {
 	}
 	return fmt.Sprintf("proto(%d)", uint8(pr))
 }
+
+// SynKeys are what the program needs to answer a SYN as a TCP's listener
+// answers it with a SYN cookie (tcp.SynKeys, tcp.SynSecrets).
+type SynKeys struct {
+	Cookie   [2][16]byte
+	TSOffset [16]byte
+	// MonoBase is CLOCK_MONOTONIC at the zero of the TCP's monotonic
+	// clock (cookie slots and timestamps count from it).
+	MonoBase time.Duration
+}
+
+// SynAnswer is how the program answers SYNs to a listener: its
+// SYN-ACK's MSS option, window, window scale (offered when the SYN
+// asks), SACK-permitted (offered when the SYN asks), TTL and TOS, as
+// netstack's AnswerSyn gives them; Until is the CLOCK_MONOTONIC time
+// after which it leaves the SYNs to the socket again.
+type SynAnswer struct {
+	Until    time.Duration
+	MSS      uint16
+	Window   uint16
+	WndScale int
+	SACK     bool
+	TTL, TOS uint8
+}
+
+// synSACK is SYN_SACK in xdp.c.
+const synSACK = 1 << 0

@@ -28,6 +28,24 @@ type ustackPortKey struct {
 	Addr   [16]uint8
 }
 
+type ustackSynAnswer struct {
+	_       structs.HostLayout
+	UntilNs uint64
+	Mss     uint16
+	Window  uint16
+	Wscale  uint8
+	Flags   uint8
+	Ttl     uint8
+	Tos     uint8
+}
+
+type ustackSynKeys struct {
+	_          structs.HostLayout
+	Cookie     [2][2]uint64
+	Ts         [2]uint64
+	MonoBaseNs uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -35,6 +53,8 @@ const (
 	ustackMapCounters   = "counters"
 	ustackMapOwnedAddrs = "owned_addrs"
 	ustackMapOwnedPorts = "owned_ports"
+	ustackMapSynAnswers = "syn_answers"
+	ustackMapSynKeys    = "syn_keys"
 	ustackMapXsks       = "xsks"
 	ustackProgUstackXdp = "ustack_xdp"
 )
@@ -91,6 +111,8 @@ type ustackMapSpecs struct {
 	Counters   *ebpf.MapSpec `ebpf:"counters"`
 	OwnedAddrs *ebpf.MapSpec `ebpf:"owned_addrs"`
 	OwnedPorts *ebpf.MapSpec `ebpf:"owned_ports"`
+	SynAnswers *ebpf.MapSpec `ebpf:"syn_answers"`
+	SynKeys    *ebpf.MapSpec `ebpf:"syn_keys"`
 	Xsks       *ebpf.MapSpec `ebpf:"xsks"`
 }
 
@@ -123,6 +145,8 @@ type ustackMaps struct {
 	Counters   *ebpf.Map `ebpf:"counters"`
 	OwnedAddrs *ebpf.Map `ebpf:"owned_addrs"`
 	OwnedPorts *ebpf.Map `ebpf:"owned_ports"`
+	SynAnswers *ebpf.Map `ebpf:"syn_answers"`
+	SynKeys    *ebpf.Map `ebpf:"syn_keys"`
 	Xsks       *ebpf.Map `ebpf:"xsks"`
 }
 
@@ -131,6 +155,8 @@ func (m *ustackMaps) Close() error {
 		m.Counters,
 		m.OwnedAddrs,
 		m.OwnedPorts,
+		m.SynAnswers,
+		m.SynKeys,
 		m.Xsks,
 	)
 }

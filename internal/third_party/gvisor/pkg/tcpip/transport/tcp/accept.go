@@ -16,11 +16,7 @@ package tcp
 
 import (
 	"container/list"
-	"crypto/sha1"
-	"encoding/binary"
 	"fmt"
-	"hash"
-	"io"
 	"time"
 
 	"github.com/ustack-dev/ustack/internal/third_party/gvisor/pkg/tcpip"
@@ -125,32 +121,9 @@ type listenContext struct {
 	// in the initial SYN-ACK.
 	rcvWnd seqnum.Size
 
-	// nonce are random bytes that are initialized once when the context
-	// is created and used to seed the hash function when generating
-	// the SYN cookie.
-	nonce [2][sha1.BlockSize]byte
-
 	// listenEP is a reference to the listening endpoint associated with
 	// this context. Can be nil if the context is created by the forwarder.
 	listenEP *Endpoint
-
-	hasherMu hasherMutex
-
-	// hasher is the hash function used to generate a SYN cookie.
-	//
-	// +checklocks:hasherMu
-	hasher hash.Hash
-
-	// sum is the hasher's output (ustack: reused, not allocated per
-	// cookie).
-	//
-	// +checklocks:hasherMu
-	sum [sha1.Size]byte
-
-	// in holds what cookieHash feeds the hasher (ustack).
-	//
-	// +checklocks:hasherMu
-	in [2 * 16]byte
 
 	// v6Only is true if listenEP is a dual stack socket and has the
 	// IPV6_V6ONLY option set.
@@ -172,16 +145,9 @@ func newListenContext(stk *stack.Stack, protocol *protocol, listenEP *Endpoint, 
 		stack:    stk,
 		protocol: protocol,
 		rcvWnd:   rcvWnd,
-		hasher:   sha1.New(),
 		v6Only:   v6Only,
 		netProto: netProto,
 		listenEP: listenEP,
-	}
-
-	for i := range l.nonce {
-		if _, err := io.ReadFull(stk.SecureRNG().Reader, l.nonce[i][:]); err != nil {
-			panic(err)
-		}
 	}
 
 	return l
@@ -190,43 +156,15 @@ func newListenContext(stk *stack.Stack, protocol *protocol, listenEP *Endpoint, 
 // cookieHash calculates the cookieHash for the given id, timestamp and nonce
 // index. The hash is used to create and validate cookies.
 //
-// +checklocksexclude:l.hasherMu
+// ustack: SipHash-2-4 under the protocol's cookie key nonceIndex
+// (cookieSipHash), where upstream hashes with SHA-1 and a nonce of the
+// listener's: ustack's XDP program computes the same cookies.
 func (l *listenContext) cookieHash(id stack.TransportEndpointID, ts uint32, nonceIndex int) uint32 {
-
-	// Feed everything to the hasher.
-	l.hasherMu.Lock()
-	l.hasher.Reset()
-
-	// Initialize block with fixed-size data: local ports and v.
-	//
-	// ustack: the block and the addresses go through a buffer of the
-	// context's, the same bytes in the same order, so that nothing of
-	// this frame escapes to the heap through the hasher's interface.
-	in := l.in[:8]
-	binary.BigEndian.PutUint16(in[0:], id.LocalPort)
-	binary.BigEndian.PutUint16(in[2:], id.RemotePort)
-	binary.BigEndian.PutUint32(in[4:], ts)
-
-	// Per hash.Hash.Writer:
-	//
-	// It never returns an error.
-	l.hasher.Write(in)
-	l.hasher.Write(l.nonce[nonceIndex][:])
-	in = append(l.in[:0], id.LocalAddress.AsSlice()...)
-	in = append(in, id.RemoteAddress.AsSlice()...)
-	l.hasher.Write(in)
-
-	// Finalize the calculation of the hash and return the first 4 bytes.
-	h := binary.BigEndian.Uint32(l.hasher.Sum(l.sum[:0]))
-	l.hasherMu.Unlock()
-
-	return h
+	return cookieSipHash(&l.protocol.cookieKeys[nonceIndex], id, ts)
 }
 
 // createCookie creates a SYN cookie for the given id and incoming sequence
 // number.
-//
-// +checklocksexclude:l.hasherMu
 func (l *listenContext) createCookie(id stack.TransportEndpointID, seq seqnum.Value, data uint32) seqnum.Value {
 	ts := timeStamp(l.stack.Clock())
 	v := l.cookieHash(id, 0, 0) + uint32(seq) + (ts << tsOffset)
@@ -237,8 +175,6 @@ func (l *listenContext) createCookie(id stack.TransportEndpointID, seq seqnum.Va
 // isCookieValid checks if the supplied cookie is valid for the given id and
 // sequence number. If it is, it also returns the data originally encoded in the
 // cookie when createCookie was called.
-//
-// +checklocksexclude:l.hasherMu
 func (l *listenContext) isCookieValid(id stack.TransportEndpointID, cookie seqnum.Value, seq seqnum.Value) (uint32, bool) {
 	ts := timeStamp(l.stack.Clock())
 	v := uint32(cookie) - l.cookieHash(id, 0, 0) - uint32(seq)
@@ -517,7 +453,6 @@ func (a *acceptQueue) isFull() bool {
 // through the stack's interface it escapes to the heap).
 //
 // +checklocks:e.mu
-// +checklocksexclude:ctx.hasherMu
 func (e *Endpoint) cookieSynAck(ctx *listenContext, id stack.TransportEndpointID, seq seqnum.Value, opts header.TCPSynOptions, mss uint16) (header.TCPSynOptions, seqnum.Value) {
 	synOpts := header.TCPSynOptions{
 		WS:    -1,
@@ -549,7 +484,6 @@ func (e *Endpoint) cookieSynAck(ctx *listenContext, id stack.TransportEndpointID
 // and needs to handle it.
 //
 // +checklocks:e.mu
-// +checklocksexclude:ctx.hasherMu
 func (e *Endpoint) handleListenSegment(ctx *listenContext, s *segment) tcpip.Error {
 	e.rcvQueueMu.Lock()
 	rcvClosed := e.RcvClosed

@@ -69,6 +69,17 @@ type SynAck struct {
 	// TTL and TOS are the IP header's (hop limit and traffic class
 	// over IPv6).
 	TTL, TOS uint8
+	// The listener's side of any cookie SYN-ACK it sends (patch 0099:
+	// what an XDP program needs to answer its SYNs alike): the MSS
+	// option, the window, the window scale offered to a SYN that asks
+	// for one, and whether SACK-permitted is offered to one that does.
+	MSS, Window uint16
+	WndScale    int
+	SACK        bool
+	// Flood says the cookie was for want of room: the listener's
+	// half-open connections at its backlog, or the caller under
+	// pressure; not only because cookies are always used.
+	Flood bool
 }
 
 // AnswerSyn offers listener e a SYN: syn is its TCP header, checksum
@@ -126,14 +137,16 @@ func (e *Endpoint) AnswerSyn(id stack.TransportEndpointID, nicID tcpip.NICID, sy
 	always := e.protocol.alwaysUseSynCookies
 	e.protocol.mu.RUnlock()
 	full := e.acceptQueueIsFull()
-	if !full {
-		if !always && !pressure {
-			e.acceptMu.Lock()
-			pressure := len(e.acceptQueue.pendingEndpoints) == e.acceptQueue.capacity-1
-			e.acceptMu.Unlock()
-			if !pressure {
-				return SynAck{}, SynMissCookie
-			}
+	// flood: answered with a cookie for want of room (half-open
+	// connections at the backlog, or the caller behind), not only
+	// because cookies are always used.
+	flood := pressure || full
+	if !full && !pressure {
+		e.acceptMu.Lock()
+		flood = len(e.acceptQueue.pendingEndpoints) == e.acceptQueue.capacity-1
+		e.acceptMu.Unlock()
+		if !always && !flood {
+			return SynAck{}, SynMissCookie
 		}
 	}
 	// The segment is the listener's from here: counted as the
@@ -180,7 +193,10 @@ func (e *Endpoint) AnswerSyn(id stack.TransportEndpointID, nicID tcpip.NICID, sy
 	e.stats.SegmentsSent.Increment()
 	e.stack.Stats().TCP.SegmentsSent.Increment()
 	e.stack.Stats().TCP.ListenOverflowSynCookieSent.Increment()
-	return SynAck{Len: n, TTL: ttl, TOS: e.sendTOS}, SynAnswered
+	e.protocol.mu.RLock()
+	sack := e.protocol.sackEnabled
+	e.protocol.mu.RUnlock()
+	return SynAck{Len: n, TTL: ttl, TOS: e.sendTOS, MSS: mss, Window: uint16(wnd), WndScale: e.rcvWndScaleForHandshake(), SACK: sack, Flood: flood}, SynAnswered
 }
 
 // IgnoreRst takes a RST arriving at listener e as handleListenSegment

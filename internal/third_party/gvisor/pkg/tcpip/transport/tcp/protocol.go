@@ -16,8 +16,6 @@
 package tcp
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"runtime"
 	"strings"
@@ -148,6 +146,11 @@ type protocol struct {
 	// freshly drawn from the secure RNG on restore.
 	seqnumSecret   [16]byte `state:"nosave"`
 	tsOffsetSecret [16]byte `state:"nosave"`
+
+	// cookieKeys are SYN cookies' two SipHash keys (ustack: the
+	// protocol's, shared by its listeners and ustack's XDP program; see
+	// SynSecrets).
+	cookieKeys [2][16]byte `state:"nosave"`
 }
 
 // Number returns the tcp protocol number.
@@ -217,15 +220,10 @@ func (p *protocol) tsOffset(src, dst tcpip.Address) tcp.TSOffset {
 	// See https://tools.ietf.org/html/rfc7323#section-5.4 for details on
 	// why this is required.
 	//
-	// ustack: the same hash of the same bytes, in one call on an array
-	// of this frame's, so that nothing is allocated (a SYN cookie's
-	// SYN-ACK needs it too).
-	var in [len(p.tsOffsetSecret) + 2*16]byte
-	n := copy(in[:], p.tsOffsetSecret[:])
-	n += copy(in[n:], src.AsSlice())
-	n += copy(in[n:], dst.AsSlice())
-	sum := sha256.Sum256(in[:n])
-	return tcp.NewTSOffset(binary.LittleEndian.Uint32(sum[:4]))
+	// ustack: SipHash-2-4 of the addresses under the secret, as Linux's
+	// secure_tcp_ts_off, where upstream takes SHA-256: ustack's XDP
+	// program computes the same offset (tsOffsetSipHash).
+	return tcp.NewTSOffset(tsOffsetSipHash(&p.tsOffsetSecret, src, dst))
 }
 
 // replyWithReset replies to the given segment with a reset segment.
@@ -633,6 +631,12 @@ func newProtocol(s *stack.Stack, cc string, probe TCPProbeFunc) stack.TransportP
 	if n, err := rng.Reader.Read(tsOffsetSecret[:]); err != nil || n != len(tsOffsetSecret) {
 		panic(fmt.Sprintf("Read() failed: %v", err))
 	}
+	var cookieKeys [2][16]byte
+	for i := range cookieKeys {
+		if n, err := rng.Reader.Read(cookieKeys[i][:]); err != nil || n != len(cookieKeys[i]) {
+			panic(fmt.Sprintf("Read() failed: %v", err))
+		}
+	}
 	p := protocol{
 		stack: s,
 		sendBufferSize: tcpip.TCPSendBufferSizeRangeOption{
@@ -658,6 +662,7 @@ func newProtocol(s *stack.Stack, cc string, probe TCPProbeFunc) stack.TransportP
 		maxRetries:                 MaxRetries,
 		recovery:                   tcpip.TCPRACKLossDetection,
 		seqnumSecret:               seqnumSecret,
+		cookieKeys:                 cookieKeys,
 		tsOffsetSecret:             tsOffsetSecret,
 		probe:                      probe,
 	}
