@@ -157,8 +157,8 @@ func TestPrivilegedXDPSynAck(t *testing.T) {
 		})
 	}
 
-	// To the socket: a wrong checksum, an ACK, a SYN with data, past the
-	// deadline.
+	// To the socket: a wrong checksum, a SYN-ACK, a SYN from a multicast
+	// MAC, past the deadline.
 	bad := synFrame(1, linuxOpts)
 	bad[len(bad)-1] ^= 0xff
 	ack := synFrame(1, linuxOpts)
@@ -168,6 +168,11 @@ func TestPrivilegedXDPSynAck(t *testing.T) {
 	}
 	if got, _ := runReason(t, p, ack); got != RedirectPort {
 		t.Errorf("SYN-ACK: %v, want redirect_port", got)
+	}
+	mcast := synFrame(1, linuxOpts)
+	mcast[6] |= 1
+	if got, _ := runReason(t, p, mcast); got != RedirectPort {
+		t.Errorf("SYN from a multicast MAC: %v, want redirect_port", got)
 	}
 	ans.Until = Monotonic() - time.Millisecond
 	if err := p.AnswerSyns(own4, tcpOwn, ans); err != nil {

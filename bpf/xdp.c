@@ -369,6 +369,8 @@ static __always_inline int answer_syn(struct xdp_md *ctx, __u8 *ip, __u8 *l4, __
 	// Reshape the frame to the SYN-ACK's length and write it in place.
 	__u8 smac[6], dmac[6];
 	__u8 *eth = ip - ETH_HLEN_;
+	if (eth[6] & 1)
+		return -1; // from a multicast MAC: no way back
 	__builtin_memcpy(dmac, eth + 6, 6);
 	__builtin_memcpy(smac, eth, 6);
 	// Growing, at the head: XDP guarantees headroom, not tailroom.
