@@ -293,6 +293,14 @@ type Debug struct {
 	// back at the first thing that path does not do
 	// (Stats.FastPath.Owned). NoFastPath turns it off too.
 	NetstackFastPath bool
+	// NoXDPSyn leaves every SYN to the worker. By default, once the
+	// worker answers a listener's IPv4 SYN with a SYN cookie (a flood,
+	// or a burst it falls behind on), the steering program answers that
+	// listener's SYNs itself for a while, with the same cookie
+	// (Stats.Syn.InXDP): in the receive path of whoever sends them, as
+	// the kernel answers SYNs in softirq, not on the worker's CPU.
+	// NoFastPath turns it off too.
+	NoXDPSyn bool
 	// NoTxChecksum makes netstack compute TCP and UDP checksums in a pass
 	// of its own before the copy into the UMEM frame. By default the link
 	// endpoint tells netstack it offloads them and computes each one

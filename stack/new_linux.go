@@ -130,5 +130,11 @@ func New(cfg Config) (_ *Stack, err error) {
 	}
 	s.prog = prog
 	s.teardown = undo
+	if !cfg.Debug.NoFastPath && !cfg.Debug.NoXDPSyn {
+		if err := s.answerSynsInXDP(prog); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }

@@ -47,6 +47,9 @@ type Stack struct {
 
 	// Set over AF_XDP only.
 	prog *bpf.Program
+	// xdpSyn has the steering program answer flooded listeners' SYNs
+	// (synxdp.go); nil without.
+	xdpSyn *xdpSyns
 
 	// Bytes worker-read connections (PollOnWorker) were given: straight
 	// from the receive frame by the fast path (placeDirect), and read

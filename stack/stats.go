@@ -223,6 +223,11 @@ type SynStats struct {
 	// yet), other (a listener shutting down, IP settings a frame cannot
 	// carry).
 	MissCookie, MissBusy, MissRoute, MissUnresolved, MissOther uint64
+	// InXDP is the cookie SYN-ACKs the steering program sent itself
+	// (Config.Debug.NoXDPSyn), not counted in CookiesSent;
+	// XDPRenewed the times the worker had it answer a listener's SYNs
+	// for a while longer, XDPFailed the times that failed.
+	InXDP, XDPRenewed, XDPFailed uint64
 }
 
 // OwnedStats count the owned fast path's work: the handler
@@ -416,6 +421,10 @@ func (s *Stack) Stats() Stats {
 		MissRoute:        syn[link.SynMissRoute],
 		MissUnresolved:   syn[link.SynMissUnresolved],
 		MissOther:        syn[tcp.SynMissState] + syn[tcp.SynMissIP],
+		InXDP:            st.Steering[bpf.TxSynAck],
+	}
+	if x := s.xdpSyn; x != nil {
+		st.Syn.XDPRenewed, st.Syn.XDPFailed = x.renewed.Load(), x.failed.Load()
 	}
 	st.UDP = UDPStats{
 		PacketsReceived: ns.UDP.PacketsReceived.Value(),
@@ -479,9 +488,9 @@ func (st Stats) Summary() string {
 			o.Flows, o.Promotions, o.PromoteRefused, byReason(o.PromoteRefusedBy), o.Demotions, byReason(o.DemotionsBy),
 			o.SegmentsIn, o.SegmentsOut, o.PureAcks, o.BytesIn, o.BytesOut)
 	}
-	if y.CookiesSent+y.DroppedOnWorker+y.MissCookie+y.MissBusy+y.MissRoute+y.MissUnresolved+y.MissOther > 0 {
-		fmt.Fprintf(&b, "tcp syn cookies: sent %d (by the worker %d, %d of them behind on the RX ring), validated %d, failed %d; syns dropped by the worker %d; left to netstack: cookie %d, busy %d, route %d, unresolved %d, other %d\n",
-			y.CookiesSent, y.OnWorker, y.OnWorkerPressure, y.CookiesValidated, y.CookiesFailed, y.DroppedOnWorker,
+	if y.CookiesSent+y.InXDP+y.DroppedOnWorker+y.MissCookie+y.MissBusy+y.MissRoute+y.MissUnresolved+y.MissOther > 0 {
+		fmt.Fprintf(&b, "tcp syn cookies: sent %d (by the worker %d, %d of them behind on the RX ring), validated %d, failed %d; sent by the steering program %d (handed to it %d times, failed %d); syns dropped by the worker %d; left to netstack: cookie %d, busy %d, route %d, unresolved %d, other %d\n",
+			y.CookiesSent, y.OnWorker, y.OnWorkerPressure, y.CookiesValidated, y.CookiesFailed, y.InXDP, y.XDPRenewed, y.XDPFailed, y.DroppedOnWorker,
 			y.MissCookie, y.MissBusy, y.MissRoute, y.MissUnresolved, y.MissOther)
 	}
 	for _, d := range []struct {

@@ -56,6 +56,9 @@ type Demux struct {
 	// owners the owned fast path carries if ownOn.
 	ep    *Endpoint
 	ownOn bool
+	// cookieSyn, if set, is told of every IPv4 SYN the worker answered
+	// with a cookie (SetCookieSynHook).
+	cookieSyn func(id gstack.TransportEndpointID, s tcp.SynAck)
 }
 
 // Netstack is what early demux asks of netstack's stack
@@ -93,6 +96,16 @@ func NewDemux(ns Netstack, nic tcpip.NICID, tcp SegmentQueuer, fast bool, mac tc
 // LeaveSyns leaves every SYN to netstack's listener while on (tests that
 // compare the worker's answer with the listener's).
 func (f *Demux) LeaveSyns(on bool) { f.noSyn.Store(on) }
+
+// SetCookieSynHook has hook told, on the worker, of each IPv4 SYN a
+// listener answered there with a cookie (tcp.SynAck's Flood says
+// whether for want of room): the SYNs of a flood, or of a burst the
+// worker is falling behind on, whose next ones the steering program can
+// answer itself. hook must not block. Set it before traffic
+// starts.
+func (f *Demux) SetCookieSynHook(hook func(id gstack.TransportEndpointID, s tcp.SynAck)) {
+	f.cookieSyn = hook
+}
 
 // deliver queues frame to its connection and reports whether it did; the
 // caller delivers it the ordinary way if not. frame's checksums have been
@@ -374,6 +387,9 @@ func (f *Demux) answerSyn(q *queue, frame []byte, ipLen int, th header.TCP, id *
 	}
 	if pressure {
 		q.synPressure.Add(1)
+	}
+	if f.cookieSyn != nil && ipLen == header.IPv4MinimumSize {
+		f.cookieSyn(*id, syn)
 	}
 	l4 := ethHeaderLen + ipLen
 	q.txMu.Lock()
