@@ -272,55 +272,65 @@ func TestPrivilegedSYNFlood(t *testing.T) {
 // off-link source (floodOffLinkIPv4), the real case: the server has a
 // default router (floodGateway) on the Kernel host, and ustack runs with
 // the default config (SynCookies "auto"). Every legitimate connection
-// must be served, and the worker must answer the flood itself through
-// the router (no SYN left to netstack for want of a route); a kernel
-// server routing through the same router runs the same script. The
-// comparison of their times is logged.
+// must be served, and the flood answered without netstack's listener:
+// by the steering program once the worker hands it over, or, with
+// Config.Debug.NoXDPSyn (ustack-worker, the before in the same run), by
+// the worker through the router (no SYN left to netstack for want of a
+// route); a kernel server routing through the same router runs the same
+// script. The comparison of their times is logged.
 func TestPrivilegedSYNFloodOffLink(t *testing.T) {
 	vethtest.Tools(t, "hping3", "ip")
 	results := map[string]floodRun{}
-	t.Run("ustack", func(t *testing.T) {
-		p, s := newVethStack(t, vethtest.Options{}, Config{Gateway4: floodGateway})
-		routeViaGateway(t, p, nil)
-		ln, err := s.Listen("tcp", ":7")
-		if err != nil {
-			t.Fatal(err)
-		}
-		echo(t, ln)
-		before := s.Stats()
-		r := runFlood(t, p, floodOffLinkIPv4, netip.AddrPortFrom(ustack4.Addr(), 7))
-		st := s.Stats()
-		results["ustack-offlink"] = r
-		var fillEmpty uint64
-		for i, q := range st.Queues {
-			fillEmpty += q.XSK.FillRingEmpty - before.Queues[i].XSK.FillRingEmpty
-		}
-		segs := st.TCP.SegmentsReceived - before.TCP.SegmentsReceived
-		worker := st.Syn.OnWorker - before.Syn.OnWorker
-		inXDP := st.Syn.InXDP - before.Syn.InXDP
-		route := st.Syn.MissRoute - before.Syn.MissRoute
-		t.Logf("legitimate connections: %v; the steering program answered %d SYNs; ustack received %d TCP segments, answered %d SYNs on the worker (%d behind on the RX ring), left %d to netstack for want of a route and %d for the router's MAC; the kernel dropped %d frames at the fill ring",
-			r, inXDP, segs, worker, st.Syn.OnWorkerPressure-before.Syn.OnWorkerPressure, route, st.Syn.MissUnresolved-before.Syn.MissUnresolved, fillEmpty)
-		t.Log(st.Summary())
-		for _, err := range r.failed {
-			t.Errorf("legitimate connection during the flood: %v", err)
-		}
-		if len(r.times) == 0 {
-			t.Fatal("no legitimate connection was served")
-		}
-		if segs+inXDP < 10000 {
-			t.Errorf("only %d TCP segments reached ustack and its steering program: the flood did not flood", segs+inXDP)
-		}
-		if route != 0 {
-			t.Errorf("%d SYNs left to netstack for want of a route: the worker does not answer through the router", route)
-		}
-		if worker+inXDP < (segs+inXDP)/4 {
-			t.Errorf("the worker and the steering program answered %d of %d segments' SYNs, want the flood's", worker+inXDP, segs+inXDP)
-		}
-		if inXDP == 0 {
-			t.Error("the steering program answered none of the flood: the worker did not hand it over")
-		}
-	})
+	for _, worker := range []bool{false, true} {
+		name := map[bool]string{false: "ustack", true: "ustack-worker"}[worker]
+		t.Run(name, func(t *testing.T) {
+			cfg := Config{Gateway4: floodGateway}
+			cfg.Debug.NoXDPSyn = worker
+			p, s := newVethStack(t, vethtest.Options{}, cfg)
+			routeViaGateway(t, p, nil)
+			ln, err := s.Listen("tcp", ":7")
+			if err != nil {
+				t.Fatal(err)
+			}
+			echo(t, ln)
+			before := s.Stats()
+			r := runFlood(t, p, floodOffLinkIPv4, netip.AddrPortFrom(ustack4.Addr(), 7))
+			st := s.Stats()
+			results[name] = r
+			var fillEmpty uint64
+			for i, q := range st.Queues {
+				fillEmpty += q.XSK.FillRingEmpty - before.Queues[i].XSK.FillRingEmpty
+			}
+			segs := st.TCP.SegmentsReceived - before.TCP.SegmentsReceived
+			onWorker := st.Syn.OnWorker - before.Syn.OnWorker
+			inXDP := st.Syn.InXDP - before.Syn.InXDP
+			route := st.Syn.MissRoute - before.Syn.MissRoute
+			t.Logf("legitimate connections: %v; the steering program answered %d SYNs; ustack received %d TCP segments, answered %d SYNs on the worker (%d behind on the RX ring), left %d to netstack for want of a route and %d for the router's MAC; the kernel dropped %d frames at the fill ring",
+				r, inXDP, segs, onWorker, st.Syn.OnWorkerPressure-before.Syn.OnWorkerPressure, route, st.Syn.MissUnresolved-before.Syn.MissUnresolved, fillEmpty)
+			t.Log(st.Summary())
+			for _, err := range r.failed {
+				t.Errorf("legitimate connection during the flood: %v", err)
+			}
+			if len(r.times) == 0 {
+				t.Fatal("no legitimate connection was served")
+			}
+			if segs+inXDP < 10000 {
+				t.Errorf("only %d TCP segments reached ustack and its steering program: the flood did not flood", segs+inXDP)
+			}
+			if route != 0 {
+				t.Errorf("%d SYNs left to netstack for want of a route: the worker does not answer through the router", route)
+			}
+			if onWorker+inXDP < (segs+inXDP)/4 {
+				t.Errorf("the worker and the steering program answered %d of %d segments' SYNs, want the flood's", onWorker+inXDP, segs+inXDP)
+			}
+			if !worker && inXDP == 0 {
+				t.Error("the steering program answered none of the flood: the worker did not hand it over")
+			}
+			if worker && inXDP != 0 {
+				t.Errorf("the steering program answered %d SYNs with Config.Debug.NoXDPSyn", inXDP)
+			}
+		})
+	}
 	t.Run("kernel", func(t *testing.T) {
 		p := vethtest.NewT(t, vethtest.Options{})
 		routeViaGateway(t, p, p.Ustack)
@@ -338,10 +348,13 @@ func TestPrivilegedSYNFloodOffLink(t *testing.T) {
 			t.Errorf("legitimate connection during the flood: %v", err)
 		}
 	})
-	r, k := results["ustack-offlink"], results["kernel-offlink"]
-	if len(r.times) > 0 && len(k.times) > 0 {
-		t.Logf("ustack ÷ kernel, off-link flood: p98 %v ÷ %v = %.2f×, worst %v ÷ %v = %.2f×",
-			r.percentile(0.98).Round(time.Microsecond), k.percentile(0.98).Round(time.Microsecond), float64(r.percentile(0.98))/float64(k.percentile(0.98)),
-			r.percentile(1).Round(time.Microsecond), k.percentile(1).Round(time.Microsecond), float64(r.percentile(1))/float64(k.percentile(1)))
+	k := results["kernel-offlink"]
+	for _, name := range []string{"ustack", "ustack-worker"} {
+		r := results[name]
+		if len(r.times) > 0 && len(k.times) > 0 {
+			t.Logf("%s ÷ kernel, off-link flood: p98 %v ÷ %v = %.2f×, worst %v ÷ %v = %.2f×", name,
+				r.percentile(0.98).Round(time.Microsecond), k.percentile(0.98).Round(time.Microsecond), float64(r.percentile(0.98))/float64(k.percentile(0.98)),
+				r.percentile(1).Round(time.Microsecond), k.percentile(1).Round(time.Microsecond), float64(r.percentile(1))/float64(k.percentile(1)))
+		}
 	}
 }
