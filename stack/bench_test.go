@@ -161,7 +161,7 @@ func BenchmarkMemHandlerPingPong(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
-	f0 := pairTxPackets(mp)
+	f0, o0 := pairTxPackets(mp), pairOwnedSegs(mp)
 	b.ResetTimer()
 	if err := s.AsyncWrite(h.msg[:]); err != nil {
 		b.Fatal(err)
@@ -174,6 +174,14 @@ func BenchmarkMemHandlerPingPong(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/rtt")
 	b.ReportMetric(float64(pairTxPackets(mp)-f0)/float64(b.N), "packets/rtt")
+	b.ReportMetric(float64(pairOwnedSegs(mp)-o0)/float64(b.N), "owned-segs/rtt")
+}
+
+// pairOwnedSegs is the segments both stacks of mp's owned fast paths have
+// received: a ping-pong the owned fast path carries counts 2 a round
+// trip.
+func pairOwnedSegs(mp *memPair) uint64 {
+	return mp.a.Stats().FastPath.Owned.SegmentsIn + mp.b.Stats().FastPath.Owned.SegmentsIn
 }
 
 // pairTxPackets is the packets both stacks of mp have written: a round trip

@@ -444,44 +444,59 @@ func TestScriptReaderLateAckIsNoDuplicate(t *testing.T) {
 // ACK the request carried (FastConsumer.Taken), so what it writes from
 // there goes out first: consumed reading the second request sees the
 // first reply still unacknowledged, though the request acknowledges
-// it, every time. The ACKs are acted on after.
+// it, every time. The ACKs are acted on after. Once the owned fast path
+// carries the connection (after the first request), it takes each
+// request and its ACK itself and consumed's reply still carries the ACK:
+// no pure ACK goes out, and every request after the first is the owned
+// path's.
 func TestScriptWorkerReaderReplyBeforeAck(t *testing.T) {
-	p := newScriptPeer(t, scriptOptions{})
-	c := p.Connect().(*tcpConn)
-	const rounds, size = 5, echoRequestSize
-	var mu sync.Mutex
-	var got []byte
-	var una []uint32
-	err := c.PollOnWorker(func(b []byte) {
-		mu.Lock()
-		got = append(got, b...)
-		mu.Unlock()
-	}, func() bool {
-		mu.Lock()
-		req := got
-		got = nil
-		mu.Unlock()
-		una = append(una, uint32(c.ep.FastState().SndUna-p.irs))
-		if n, err := c.TryWrite(req); n != len(req) || err != nil {
-			t.Errorf("TryWrite: %d of %d, %v", n, len(req), err)
-		}
-		return false
-	}, func(error) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.echoRequests(rounds, true)
-	for i, u := range una {
-		if i > 0 && u != 1+size*uint32(i-1) {
-			t.Errorf("SND.UNA (from ustack's ISN) as consumed ran for each request: %v; want request %d's ACK not yet processed (%d)", una, i, 1+size*(i-1))
-			break
-		}
-	}
-	if len(una) != rounds {
-		t.Errorf("consumed ran %d times for %d requests", len(una), rounds)
-	}
-	fs := c.ep.FastState()
-	if out := fs.SndNxt - fs.SndUna; out != size {
-		t.Errorf("%d bytes outstanding after the last request, want the last reply's %d: an ACK went unprocessed", out, size)
+	for _, owned := range []bool{false, true} {
+		t.Run(map[bool]string{false: "netstack", true: "owned"}[owned], func(t *testing.T) {
+			p := newScriptPeer(t, scriptOptions{Config: func(c *Config) { c.Debug.NetstackFastPath = !owned }})
+			c := p.Connect().(*tcpConn)
+			const rounds, size = 5, echoRequestSize
+			var mu sync.Mutex
+			var got []byte
+			var una []uint32
+			err := c.PollOnWorker(func(b []byte) {
+				mu.Lock()
+				got = append(got, b...)
+				mu.Unlock()
+			}, func() bool {
+				mu.Lock()
+				req := got
+				got = nil
+				mu.Unlock()
+				una = append(una, uint32(c.ep.FastState().SndUna-p.irs))
+				if n, err := c.TryWrite(req); n != len(req) || err != nil {
+					t.Errorf("TryWrite: %d of %d, %v", n, len(req), err)
+				}
+				return false
+			}, func(error) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.echoRequests(rounds, true)
+			if len(una) != rounds {
+				t.Errorf("consumed ran %d times for %d requests", len(una), rounds)
+			}
+			if owned {
+				o := p.s.Stats().FastPath.Owned
+				if o.Promotions != 1 || o.Demotions != 0 || o.SegmentsIn != rounds-1 || o.PureAcks != 0 {
+					t.Errorf("owned fast path: %d promotions, %d demotions, %d segments in, %d pure ACKs; want 1, 0, %d, 0", o.Promotions, o.Demotions, o.SegmentsIn, o.PureAcks, rounds-1)
+				}
+				return
+			}
+			for i, u := range una {
+				if i > 0 && u != 1+size*uint32(i-1) {
+					t.Errorf("SND.UNA (from ustack's ISN) as consumed ran for each request: %v; want request %d's ACK not yet processed (%d)", una, i, 1+size*(i-1))
+					break
+				}
+			}
+			fs := c.ep.FastState()
+			if out := fs.SndNxt - fs.SndUna; out != size {
+				t.Errorf("%d bytes outstanding after the last request, want the last reply's %d: an ACK went unprocessed", out, size)
+			}
+		})
 	}
 }

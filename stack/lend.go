@@ -88,7 +88,13 @@ func (c *tcpConn) WriteLent(b []byte, l Lender) (int, error) {
 	}
 	expired := c.wDeadline.channel()
 	for r.Len() > 0 {
+		c.ownMu.Lock()
+		if r.off += c.ownedWrite(b[r.off:]); r.Len() == 0 {
+			c.ownMu.Unlock()
+			break
+		}
 		_, err := c.ep.Write(r, lentWriteOptions)
+		c.ownMu.Unlock()
 		if err != nil {
 			if werr := c.writeWait(err, expired); werr != nil {
 				return r.off, werr
@@ -117,7 +123,13 @@ func (c *tcpConn) TryWriteLent(b []byte, l Lender) (int, error) {
 	if t := c.s.ep.Trace(); t != nil {
 		t.Mark(trace.StageWrite)
 	}
+	c.ownMu.Lock()
+	if r.off += c.ownedWrite(b); r.Len() == 0 {
+		c.ownMu.Unlock()
+		return r.off, nil
+	}
 	_, err := c.ep.Write(r, lentWriteOptions)
+	c.ownMu.Unlock()
 	switch err.(type) {
 	case nil, *tcpip.ErrWouldBlock:
 		return r.off, nil

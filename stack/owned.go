@@ -27,6 +27,13 @@ func (o *streamOwner) Ownable() bool {
 // Owned records who carries the connection: o, or netstack (nil).
 func (o *streamOwner) Owned(w *link.Owned) { o.own = w }
 
+// Begin admits every segment: the handler takes bytes on the worker,
+// under the stream's lock.
+func (o *streamOwner) Begin() bool { return true }
+
+// End has nothing to do: the handler answered during Traffic.
+func (o *streamOwner) End() {}
+
 // Traffic gives the handler bytes the owned fast path received.
 func (o *streamOwner) Traffic(b []byte) {
 	s := (*Stream)(o)

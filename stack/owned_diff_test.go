@@ -158,8 +158,37 @@ type ownedRun struct {
 	fp    OwnedStats
 }
 
-// runOwned plays steps against an echo handler carried as mode says.
-func runOwned(t *testing.T, steps [][]ownedSeg, ts bool, mode ownedMode, seed uint64) ownedRun {
+// recReader echoes what a worker-read connection (PollOnWorker, as a
+// queue pair's engine) gets, from consumed, and records it.
+type recReader struct {
+	mu        sync.Mutex
+	got, pend []byte
+}
+
+// pollEcho has the worker read c into r, echoing each read.
+func (r *recReader) pollEcho(t *testing.T, c *tcpConn) {
+	err := c.PollOnWorker(func(b []byte) {
+		r.mu.Lock()
+		r.got = append(r.got, b...)
+		r.pend = append(r.pend, b...)
+		r.mu.Unlock()
+	}, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if n, err := c.TryWrite(r.pend); n != len(r.pend) || err != nil {
+			t.Errorf("TryWrite: %d of %d, %v", n, len(r.pend), err)
+		}
+		r.pend = r.pend[:0]
+		return false
+	}, func(error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runOwned plays steps against an echo carried as mode says: a handler,
+// or with reader a worker-read connection.
+func runOwned(t *testing.T, steps [][]ownedSeg, ts bool, mode ownedMode, seed uint64, reader bool) ownedRun {
 	t.Helper()
 	p := newScriptPeer(t, scriptOptions{Timestamps: ts, HandshakeRTT: 50 * time.Millisecond,
 		Config: func(c *Config) { c.DelayedAck = -1; c.Debug.NetstackFastPath = mode == ownedNetstack }})
@@ -169,14 +198,22 @@ func runOwned(t *testing.T, steps [][]ownedSeg, ts bool, mode ownedMode, seed ui
 		p.s.ep.SetOwnedChaos(func() bool { return rng.IntN(3) == 0 })
 	}
 	h := &recHandler{}
-	connectHandler(t, p, h)
+	var rd *recReader
+	var conn *tcpConn
+	if reader {
+		conn = p.Connect().(*tcpConn)
+		rd = &recReader{}
+		rd.pollEcho(t, conn)
+	} else {
+		connectHandler(t, p, h)
+	}
 	// The first request goes to an open stream: one that arrives before
 	// the worker opened it is queued, and ACKed, by netstack.
 	for deadline := time.Now().Add(scriptWait); ; time.Sleep(100 * time.Microsecond) {
 		h.mu.Lock()
 		open := h.s != nil
 		h.mu.Unlock()
-		if open {
+		if open || reader {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -241,18 +278,30 @@ func runOwned(t *testing.T, steps [][]ownedSeg, ts bool, mode ownedMode, seed ui
 	send([]ownedSeg{{seg: seg{Flags: "A", Seq: stackAck}}})
 	collect(20 * time.Millisecond)
 
-	h.mu.Lock()
-	s := h.s
-	run.got = append(run.got, h.got...)
-	h.mu.Unlock()
-	if s == nil {
-		t.Fatal("the handler opened no stream")
-	}
 	run.fp = p.s.Stats().FastPath.Owned
-	s.mu.Lock()
-	s.disown(link.DemoteOwner)
-	s.mu.Unlock()
-	run.state = s.ep.FastState()
+	if reader {
+		rd.mu.Lock()
+		run.got = append(run.got, rd.got...)
+		rd.mu.Unlock()
+		conn.ownMu.Lock()
+		if conn.own != nil {
+			conn.own.Demote(link.DemoteOwner)
+		}
+		conn.ownMu.Unlock()
+		run.state = conn.ep.FastState()
+	} else {
+		h.mu.Lock()
+		s := h.s
+		run.got = append(run.got, h.got...)
+		h.mu.Unlock()
+		if s == nil {
+			t.Fatal("the handler opened no stream")
+		}
+		s.mu.Lock()
+		s.disown(link.DemoteOwner)
+		s.mu.Unlock()
+		run.state = s.ep.FastState()
+	}
 	run.state.SndUna -= p.irs
 	run.state.SndNxt -= p.irs
 	// The congestion window is netstack's: the owned fast path does not
@@ -263,19 +312,19 @@ func runOwned(t *testing.T, steps [][]ownedSeg, ts bool, mode ownedMode, seed ui
 
 // checkOwned plays in in the three modes and fails if the owned runs
 // differ from netstack's in each of diffTries tries.
-func checkOwned(t *testing.T, in []byte, ts bool, seed uint64) (owned, chaos OwnedStats) {
+func checkOwned(t *testing.T, in []byte, ts bool, seed uint64, reader bool) (owned, chaos OwnedStats) {
 	steps := decodeOwned(in, ts)
 	if len(steps) == 0 {
 		return
 	}
-	runs := checkOwnedSteps(t, steps, ts, seed, ownedOn, ownedChaos)
+	runs := checkOwnedSteps(t, steps, ts, seed, reader, ownedOn, ownedChaos)
 	return runs[ownedOn].fp, runs[ownedChaos].fp
 }
 
 // checkOwnedSteps plays steps with netstack alone and in each of modes,
 // fails where a mode's run differs from netstack's in each of diffTries
 // tries, and returns the last runs by mode, netstack's among them.
-func checkOwnedSteps(t *testing.T, steps [][]ownedSeg, ts bool, seed uint64, modes ...ownedMode) map[ownedMode]ownedRun {
+func checkOwnedSteps(t *testing.T, steps [][]ownedSeg, ts bool, seed uint64, reader bool, modes ...ownedMode) map[ownedMode]ownedRun {
 	var steplog strings.Builder
 	for i, st := range steps {
 		fmt.Fprintf(&steplog, "  step %d:", i)
@@ -288,7 +337,7 @@ func checkOwnedSteps(t *testing.T, steps [][]ownedSeg, ts bool, seed uint64, mod
 	for _, mode := range modes {
 		var base, run ownedRun
 		for try := 1; ; try++ {
-			base, run = runOwned(t, steps, ts, ownedNetstack, seed), runOwned(t, steps, ts, mode, seed)
+			base, run = runOwned(t, steps, ts, ownedNetstack, seed, reader), runOwned(t, steps, ts, mode, seed, reader)
 			if ownedSame(base, run) || try == diffTries {
 				break
 			}
@@ -340,7 +389,8 @@ var ownedSeeds = [][]byte{
 }
 
 // TestOwnedDifferential plays the seeds and random inputs, with and
-// without timestamps, and checks the owned runs were carried (the
+// without timestamps, to an echo handler and to an echo reading on the
+// worker (PollOnWorker), and checks the owned runs were carried (the
 // comparison is empty otherwise).
 func TestOwnedDifferential(t *testing.T) {
 	inputs := append([][]byte(nil), ownedSeeds...)
@@ -363,23 +413,25 @@ func TestOwnedDifferential(t *testing.T) {
 		}
 		inputs = append(inputs, in)
 	}
-	var owned, chaos OwnedStats
-	for i, in := range inputs {
-		for _, ts := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%d/ts=%v", i, ts), func(t *testing.T) {
-				o, c := checkOwned(t, in, ts, uint64(i))
-				owned.Promotions += o.Promotions
-				owned.SegmentsIn += o.SegmentsIn
-				owned.Demotions += o.Demotions
-				chaos.Promotions += c.Promotions
-				chaos.Demotions += c.Demotions
-			})
+	for _, reader := range []bool{false, true} {
+		var owned, chaos OwnedStats
+		for i, in := range inputs {
+			for _, ts := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%d/ts=%v", map[bool]string{false: "handler", true: "reader"}[reader], i, ts), func(t *testing.T) {
+					o, c := checkOwned(t, in, ts, uint64(i), reader)
+					owned.Promotions += o.Promotions
+					owned.SegmentsIn += o.SegmentsIn
+					owned.Demotions += o.Demotions
+					chaos.Promotions += c.Promotions
+					chaos.Demotions += c.Demotions
+				})
+			}
 		}
-	}
-	t.Logf("owned runs: %d promotions, %d segments, %d demotions; chaos runs: %d promotions, %d demotions",
-		owned.Promotions, owned.SegmentsIn, owned.Demotions, chaos.Promotions, chaos.Demotions)
-	if owned.Promotions == 0 || owned.SegmentsIn == 0 || owned.Demotions == 0 || chaos.Demotions <= owned.Demotions {
-		t.Errorf("the runs did not exercise the owned fast path and its hand-over")
+		t.Logf("reader %v: owned runs: %d promotions, %d segments, %d demotions; chaos runs: %d promotions, %d demotions",
+			reader, owned.Promotions, owned.SegmentsIn, owned.Demotions, chaos.Promotions, chaos.Demotions)
+		if owned.Promotions == 0 || owned.SegmentsIn == 0 || owned.Demotions == 0 || chaos.Demotions <= owned.Demotions {
+			t.Errorf("reader %v: the runs did not exercise the owned fast path and its hand-over", reader)
+		}
 	}
 }
 
@@ -417,7 +469,7 @@ func TestOwnedDifferentialLoss(t *testing.T) {
 	for i := range steps {
 		for _, ts := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%d/ts=%v", i, ts), func(t *testing.T) {
-				runs := checkOwnedSteps(t, lossSteps(steps[i]), ts, 0, ownedOn)
+				runs := checkOwnedSteps(t, lossSteps(steps[i]), ts, 0, false, ownedOn)
 				base, owned := runs[ownedNetstack], runs[ownedOn]
 				retrans, seen := 0, map[string]bool{}
 				for _, s := range base.sent {
@@ -459,8 +511,8 @@ func lossSteps(steps [][]ownedSeg) [][]ownedSeg {
 func FuzzOwnedDifferential(f *testing.F) {
 	// A few seeds: TestOwnedDifferential plays them all in every run.
 	for _, s := range ownedSeeds[:3] {
-		f.Add(s, false)
-		f.Add(s, true)
+		f.Add(s, false, false)
+		f.Add(s, true, true)
 	}
-	f.Fuzz(func(t *testing.T, in []byte, ts bool) { checkOwned(t, in, ts, 1) })
+	f.Fuzz(func(t *testing.T, in []byte, ts, reader bool) { checkOwned(t, in, ts, 1, reader) })
 }

@@ -249,7 +249,7 @@ func BenchmarkMemQueuePairHandlerPingPong(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
-	f0 := pairTxPackets(mp)
+	f0, o0 := pairTxPackets(mp), pairOwnedSegs(mp)
 	b.ResetTimer()
 	a.Buf[63] = 1
 	a.QP.PostSend(a.wr[:])
@@ -261,6 +261,7 @@ func BenchmarkMemQueuePairHandlerPingPong(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/rtt")
 	b.ReportMetric(float64(pairTxPackets(mp)-f0)/float64(b.N), "packets/rtt")
+	b.ReportMetric(float64(pairOwnedSegs(mp)-o0)/float64(b.N), "owned-segs/rtt")
 }
 
 // BenchmarkMemQueuePairWriteBW is write_bw over the in-memory wire: lists

@@ -180,8 +180,9 @@ type FastPathStats struct {
 	// pending) or closing.
 	Handler DeliveryStats
 
-	// Owned counts the owned fast path's work: handlers' connections
-	// ustack carries itself (Config.Debug.NetstackFastPath).
+	// Owned counts the owned fast path's work: handlers' connections,
+	// and connections read on the worker (PollOnWorker: queue pairs'),
+	// that ustack carries itself (Config.Debug.NetstackFastPath).
 	Owned OwnedStats
 }
 
@@ -241,8 +242,9 @@ type OwnedStats struct {
 	// (a segment or a send it does not do: "dup-ack", "out-of-order",
 	// "window-limited", ...), "timeout" (data in flight past its tail
 	// loss probe's or retransmission deadline), "close" (the handler
-	// closed or shut the connection down), "held" (a segment reached
-	// netstack's ordinary path: IP options, a fragment).
+	// or the connection's owner closed or shut it down), "owner" (a
+	// worker-read connection another worker was reading), "held" (a
+	// segment reached netstack's ordinary path: IP options, a fragment).
 	Promotions, Demotions uint64
 	DemotionsBy           map[string]uint64
 	// PromoteRefused counts promotions not made, and PromoteRefusedBy by

@@ -48,6 +48,18 @@ type tcpConn struct {
 
 	// poll is set once the worker reads the connection (PollOnWorker).
 	poll atomic.Pointer[pollState]
+	// fed: the owned fast path gave the consumer bytes since Begin
+	// (connowned.go; under readMu).
+	fed bool
+
+	// ownMu guards own, who carries the connection: the owned fast path
+	// (a worker-read connection, connowned.go) or netstack (nil). Every
+	// write into netstack holds it.
+	ownMu sync.Mutex
+	own   *link.Owned
+	// ownReg: registered with the owned fast path (PollOnWorker); noOwn:
+	// never to be carried again (closed or shut down).
+	ownReg, noOwn atomic.Bool
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -221,8 +233,14 @@ func (c *tcpConn) Write(b []byte) (int, error) {
 	expired := c.wDeadline.channel()
 	n := 0
 	for n < len(b) {
+		c.ownMu.Lock()
+		if n += c.ownedWrite(b[n:]); n == len(b) {
+			c.ownMu.Unlock()
+			break
+		}
 		c.wbuf.Reset(b[n:])
 		m, err := c.ep.Write(&c.wbuf, writeOptions(len(b)-n))
+		c.ownMu.Unlock()
 		n += int(m)
 		if err != nil {
 			if werr := c.writeWait(err, expired); werr != nil {
@@ -269,13 +287,20 @@ func (c *tcpConn) TryWrite(b []byte) (int, error) {
 	if t := c.s.ep.Trace(); t != nil {
 		t.Mark(trace.StageWrite)
 	}
-	c.wbuf.Reset(b)
-	m, err := c.ep.Write(&c.wbuf, writeOptions(len(b)))
+	c.ownMu.Lock()
+	k := c.ownedWrite(b)
+	if k == len(b) {
+		c.ownMu.Unlock()
+		return k, nil
+	}
+	c.wbuf.Reset(b[k:])
+	m, err := c.ep.Write(&c.wbuf, writeOptions(len(b)-k))
+	c.ownMu.Unlock()
 	switch err.(type) {
 	case nil, *tcpip.ErrWouldBlock:
-		return int(m), nil
+		return k + int(m), nil
 	}
-	return int(m), c.writeError(err)
+	return k + int(m), c.writeError(err)
 }
 
 // writeWait waits, after a Write that could not queue everything, for
@@ -318,6 +343,10 @@ func (c *tcpConn) Close() error {
 	if c.closed.Swap(true) {
 		return c.opError("close", net.ErrClosed)
 	}
+	c.disown()
+	if c.ownReg.Load() {
+		c.s.ep.UnregisterOwner(c.ep)
+	}
 	c.ep.Close()
 	c.endPoll(net.ErrClosed)
 	c.rDeadline.stop()
@@ -332,6 +361,7 @@ func (c *tcpConn) Close() error {
 
 // CloseRead shuts down the reading side.
 func (c *tcpConn) CloseRead() error {
+	c.disown()
 	if err := c.ep.Shutdown(tcpip.ShutdownRead); err != nil {
 		return c.opError("close", goError(err))
 	}
@@ -341,6 +371,7 @@ func (c *tcpConn) CloseRead() error {
 // CloseWrite shuts down the writing side: the peer reads EOF once it has
 // read what was written.
 func (c *tcpConn) CloseWrite() error {
+	c.disown()
 	if err := c.ep.Shutdown(tcpip.ShutdownWrite); err != nil {
 		return c.opError("close", goError(err))
 	}

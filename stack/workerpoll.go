@@ -66,6 +66,9 @@ func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func() (woke boo
 		p.fast.Taken = func(b []byte, d gstack.Deferrer) { c.placedDirect(p, d) }
 		p.fast.Left = &c.s.pollLeft
 		c.ep.SetFastConsumer(&p.fast)
+		// The owned fast path may carry the connection from now on.
+		c.ownReg.Store(true)
+		c.s.ep.RegisterOwner(c.ep, (*connOwner)(c))
 	}
 	// Whatever arrived before the registration fired no event.
 	p.Push()

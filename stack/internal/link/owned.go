@@ -36,7 +36,8 @@ import (
 // inside both.
 
 // Owner is a connection the owned fast path can carry: a handler's
-// stream. Every method but Lock and TryLock is called with its lock held.
+// stream, or a connection read on the worker (a queue pair's). Every
+// method but Lock, TryLock and End is called with its lock held.
 type Owner interface {
 	sync.Locker
 	TryLock() bool
@@ -47,9 +48,19 @@ type Owner interface {
 	// or, with nil, by netstack again (demotion): writes go to o.Write
 	// while it is owned.
 	Owned(o *Owned)
+	// Begin is called before each segment the fast path receives for
+	// the connection. If it returns false the owner cannot take bytes
+	// now: the connection goes back to netstack (DemoteOwner), which
+	// takes the segment. Otherwise End follows, after the segment.
+	Begin() bool
 	// Traffic gives the owner bytes that arrived in order; b is the
 	// receive frame, valid only during the call.
 	Traffic(b []byte)
+	// End is called after each segment Begin admitted, once the fast
+	// path is done with it and the lock is released: an owner that
+	// answers outside its lock (a queue pair's engine, whose writes
+	// take it) answers here, what it writes carrying the segment's ACK.
+	End()
 }
 
 // OwnedSlab sizes each queue's owned flows: at most this many
@@ -75,8 +86,12 @@ type Owned struct {
 	ackQueued bool
 	key       ownKey
 	live      bool // under the owner's lock: the flow is the connection's
-	ep        *tcp.Endpoint
-	owner     Owner
+	// inRx is set while the worker gives the owner a segment's bytes
+	// (Traffic), under the owner's lock: its writes then take the
+	// segment's time (owned.rxClock) instead of reading the clock.
+	inRx  bool
+	ep    *tcp.Endpoint
+	owner Owner
 	// held is set when the parked endpoint holds a segment that came
 	// through netstack's ordinary path (HeldSegment): the queue's tick
 	// hands the connection back, and netstack processes it.
@@ -151,11 +166,9 @@ type owned struct {
 	busyToMono time.Duration
 	delack     uint32 // µs an owed ACK may wait for a reply (0: none)
 	// rxClock is the Clock of the segment the worker is giving an owner
-	// (inRx, rxOwner: whose), for the owner's writes during the call.
-	// Worker only.
+	// (the Owned whose inRx is set), for the owner's writes during the
+	// call. Worker only.
 	rxClock fastflow.Clock
-	inRx    bool
-	rxOwner Owner
 	// chaos, if set, is asked before each segment whether to demote the
 	// connection first (tests: demotions at random points).
 	chaos func() bool

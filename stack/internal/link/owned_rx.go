@@ -28,23 +28,35 @@ func (q *queue) ownedLookup(key *ownKey) *Owned {
 func (q *queue) ownedReceive(e *Owned, frame []byte) bool {
 	owner := e.owner
 	owner.Lock()
-	defer owner.Unlock()
 	if !e.live {
+		owner.Unlock()
 		return false
 	}
 	o := &q.own
-	if o.chaos != nil && o.chaos() {
+	if o.chaos != nil && o.chaos() || !owner.Begin() {
 		e.demote(DemoteOwner)
+		owner.Unlock()
 		return false
 	}
+	took := q.ownedSegment(e, frame)
+	owner.Unlock()
+	owner.End()
+	return took
+}
+
+// ownedSegment is ownedReceive's work on the segment, under the owner's
+// lock, Begin having admitted it.
+func (q *queue) ownedSegment(e *Owned, frame []byte) bool {
+	o := &q.own
+	owner := e.owner
 	f := o.slab.Flow(e.idx)
 	// The batch's time, read by the worker as it began: no clock read
 	// per segment. The handler's writes during Traffic take it too.
 	clk := q.batchClock()
-	o.rxClock, o.inRx, o.rxOwner = clk, true, owner
-	defer func() { o.inRx, o.rxOwner = false, nil }()
+	o.rxClock, e.inRx = clk, true
 	in, r := f.Receive(frame, clk)
 	if r != fastflow.OK {
+		e.inRx = false
 		e.demote(int(r))
 		return false
 	}
@@ -53,6 +65,7 @@ func (q *queue) ownedReceive(e *Owned, frame []byte) bool {
 		o.bytesIn.Add(uint64(len(in.Payload)))
 		owner.Traffic(in.Payload)
 	}
+	e.inRx = false
 	if !e.live {
 		return true // the owner's write or close demoted it
 	}

@@ -32,7 +32,7 @@ func (e *Owned) Write(b []byte) int {
 	}
 	n, r := f.Write(o.slab.Ring(e.ring), b)
 	clk := o.rxClock
-	if !o.inRx || e.q.own.rxOwner != e.owner {
+	if !e.inRx {
 		clk, _ = o.now()
 	}
 	if !e.send(clk) {
