@@ -373,6 +373,13 @@ func (r *report) printTargets(w io.Writer) {
 		// Both ends on ustack, as perftest runs both ends on RDMA.
 		{"ustack-ustack qp write_lat, handlers, ≤ 0.7× its TCP", qpP50("ustack-ustack", "qp-handler") / p("ustack-ustack", p50), 0.7, true},
 		{"ustack-ustack qp write_lat, handlers, ≤ 1.0× kernel TCP", qpP50("ustack-ustack", "qp-handler") / p("kernel", p50), 1, true},
+		// From handlers against the same placement's TCP handler
+		// ping-pong (framing and the engine are all a queue pair may
+		// add), and against its before in the same run (the queue pairs
+		// on netstack's fast path).
+		{"ustack qp write_lat, handlers, ≤ 1.15× ustack-handler TCP", qpP50("ustack", "qp-handler") / p("ustack-handler", p50), 1.15, true},
+		{"ustack-ustack qp write_lat, handlers, ≤ 1.15× its handler TCP", qpP50("ustack-ustack", "qp-handler") / p("ustack-ustack-handler", p50), 1.15, true},
+		{"ustack-ustack qp write_lat, handlers, ≤ 1.0× netstack's", qpP50("ustack-ustack", "qp-handler") / qpP50("ustack-ustack-handler-netstack", "qp-handler"), 1, true},
 		{"ustack qp write_bw 64 KiB ≥ 0.95× ustack TCP bulk", val("ustack", "qp-bw") / val("ustack", "bulk"), 0.95, false},
 		{"ustack-1p qp write_bw 64 KiB ≥ 0.95× its TCP bulk", val("ustack-1p", "qp-bw") / val("ustack-1p", "bulk"), 0.95, false},
 		{"ustack-ustack qp write_bw 64 KiB ≥ 0.95× its TCP bulk", val("ustack-ustack", "qp-bw") / val("ustack-ustack", "bulk"), 0.95, false},

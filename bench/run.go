@@ -96,10 +96,11 @@ var allContenders = []contender{
 	// requests are sent from handlers on its worker too.
 	{Name: "ustack-handler", Record: true, Server: "ustack", Poll: "spin", Handler: true, Client: "kernel", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "rate", "bulk", "conns"}},
 	{Name: "ustack-ustack-handler", Record: true, Server: "ustack", Poll: "spin", Handler: true, Client: "ustack-handler", Proto: "tcp", Target: "ustack", Workloads: pingpongRate},
-	// The same with both ends' handler connections left to netstack's
-	// fast path (Config.Debug.NetstackFastPath): the owned fast path's
-	// before, in the same run.
-	{Name: "ustack-ustack-handler-netstack", Record: true, Server: "ustack", Poll: "spin", Handler: true, Client: "ustack-handler-netstack", Proto: "tcp", Target: "ustack", Workloads: pingpongRate, Offload: "netstack-fast-path"},
+	// The same with both ends' handler connections, and queue pairs
+	// answering from handlers (qp-handler), left to netstack's fast path
+	// (Config.Debug.NetstackFastPath): the owned fast path's before, in
+	// the same run.
+	{Name: "ustack-ustack-handler-netstack", Record: true, Server: "ustack", Poll: "spin", Handler: true, Client: "ustack-handler-netstack", Proto: "tcp", Target: "ustack", Workloads: []string{"pingpong", "qp-handler", "rate"}, Offload: "netstack-fast-path"},
 	// The floors: raw AF_XDP packet code, no TCP/IP stack. floor answers
 	// a kernel client's UDP ping-pong, sinks what a kernel UDP socket
 	// blasts at it (bulk) and streams MTU-sized datagrams to one that
