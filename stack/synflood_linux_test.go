@@ -210,10 +210,7 @@ func TestPrivilegedSYNFlood(t *testing.T) {
 			r := runFlood(t, p, floodIPv4, netip.AddrPortFrom(ustack4.Addr(), 7))
 			cpu, st := processCPU(t)-cpu0, s.Stats()
 			results["ustack-"+mode] = r
-			var fillEmpty uint64
-			for i, q := range st.Queues {
-				fillEmpty += q.XSK.FillRingEmpty - before.Queues[i].XSK.FillRingEmpty
-			}
+			fillEmpty := fillRingDrops(before, st)
 			busy, _ := st.WorkerTime()
 			busy0, _ := before.WorkerTime()
 			busy -= busy0
@@ -225,15 +222,7 @@ func TestPrivilegedSYNFlood(t *testing.T) {
 				100*cpu.Seconds()/r.wall.Seconds(), float64(cpu.Microseconds())/float64(max(segs, 1)),
 				busy.Round(time.Millisecond), 100*busy.Seconds()/r.wall.Seconds(), float64(busy.Nanoseconds())/1e3/float64(max(segs, 1)))
 			t.Log(st.Summary())
-			for _, err := range r.failed {
-				t.Errorf("legitimate connection during the flood: %v", err)
-			}
-			if len(r.times) == 0 {
-				t.Fatal("no legitimate connection was served")
-			}
-			if segs+inXDP < 10000 {
-				t.Errorf("only %d TCP segments reached ustack and its steering program: the flood did not flood", segs+inXDP)
-			}
+			checkFlooded(t, r, segs+inXDP)
 			// The flood is answered without netstack's listener: by
 			// the worker, and once it answers for want of room, by
 			// the steering program.
@@ -268,6 +257,32 @@ func TestPrivilegedSYNFlood(t *testing.T) {
 	}
 }
 
+// fillRingDrops is how many frames the kernel dropped at the fill rings
+// of ustack's queues between two snapshots of its Stats.
+func fillRingDrops(before, after Stats) uint64 {
+	var n uint64
+	for i, q := range after.Queues {
+		n += q.XSK.FillRingEmpty - before.Queues[i].XSK.FillRingEmpty
+	}
+	return n
+}
+
+// checkFlooded fails unless every legitimate connection of r was served
+// and the flood reached ustack: seen segments received or answered by
+// its steering program.
+func checkFlooded(t *testing.T, r floodRun, seen uint64) {
+	t.Helper()
+	for _, err := range r.failed {
+		t.Errorf("legitimate connection during the flood: %v", err)
+	}
+	if len(r.times) == 0 {
+		t.Fatal("no legitimate connection was served")
+	}
+	if seen < 10000 {
+		t.Errorf("only %d TCP segments reached ustack and its steering program: the flood did not flood", seen)
+	}
+}
+
 // TestPrivilegedSYNFloodOffLink is TestPrivilegedSYNFlood from an
 // off-link source (floodOffLinkIPv4), the real case: the server has a
 // default router (floodGateway) on the Kernel host, and ustack runs with
@@ -297,10 +312,7 @@ func TestPrivilegedSYNFloodOffLink(t *testing.T) {
 			r := runFlood(t, p, floodOffLinkIPv4, netip.AddrPortFrom(ustack4.Addr(), 7))
 			st := s.Stats()
 			results[name] = r
-			var fillEmpty uint64
-			for i, q := range st.Queues {
-				fillEmpty += q.XSK.FillRingEmpty - before.Queues[i].XSK.FillRingEmpty
-			}
+			fillEmpty := fillRingDrops(before, st)
 			segs := st.TCP.SegmentsReceived - before.TCP.SegmentsReceived
 			onWorker := st.Syn.OnWorker - before.Syn.OnWorker
 			inXDP := st.Syn.InXDP - before.Syn.InXDP
@@ -308,15 +320,7 @@ func TestPrivilegedSYNFloodOffLink(t *testing.T) {
 			t.Logf("legitimate connections: %v; the steering program answered %d SYNs; ustack received %d TCP segments, answered %d SYNs on the worker (%d behind on the RX ring), left %d to netstack for want of a route and %d for the router's MAC; the kernel dropped %d frames at the fill ring",
 				r, inXDP, segs, onWorker, st.Syn.OnWorkerPressure-before.Syn.OnWorkerPressure, route, st.Syn.MissUnresolved-before.Syn.MissUnresolved, fillEmpty)
 			t.Log(st.Summary())
-			for _, err := range r.failed {
-				t.Errorf("legitimate connection during the flood: %v", err)
-			}
-			if len(r.times) == 0 {
-				t.Fatal("no legitimate connection was served")
-			}
-			if segs+inXDP < 10000 {
-				t.Errorf("only %d TCP segments reached ustack and its steering program: the flood did not flood", segs+inXDP)
-			}
+			checkFlooded(t, r, segs+inXDP)
 			if route != 0 {
 				t.Errorf("%d SYNs left to netstack for want of a route: the worker does not answer through the router", route)
 			}
