@@ -3,7 +3,11 @@ package stack
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
+	"net"
+	"net/netip"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -152,5 +156,65 @@ func TestScriptOwnedIPOptions(t *testing.T) {
 	o := p.s.Stats().FastPath.Owned
 	if o.DemotionsBy["held"] == 0 {
 		t.Errorf("no demotion for a held segment: %v", o.DemotionsBy)
+	}
+}
+
+// TestMemOwnedStackClose: a Stack closing while its owned fast path
+// carries connections (a handler's, and a queue pair's kind read on the
+// worker) hands them back to netstack first, which resets them as it
+// resets the rest: the peer's Read fails with a reset, not a timeout,
+// and no take-back is refused afterwards (the owners' closes find the
+// connections netstack's).
+func TestMemOwnedStackClose(t *testing.T) {
+	mp := newMemPairCfg(t, Spin, nil, nil)
+	hc := dialHandler(t, mp, "tcp4", memB4.Addr(), 7002, &echoHandler{}, 10*time.Second)
+	ln, err := mp.b.Listen("tcp4", ":7003")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		rd := &recReader{}
+		rd.pollEcho(t, c.(*tcpConn))
+		accepted <- c
+	}()
+	rc, err := mp.a.Dial("tcp4", netip.AddrPortFrom(memB4.Addr(), 7003).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rc.Close() })
+	rc.SetDeadline(time.Now().Add(10 * time.Second))
+	server := <-accepted
+	buf := make([]byte, 16)
+	for i := range 20 {
+		for _, c := range []net.Conn{hc, rc} {
+			if _, err := c.Write([]byte("request number  ")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, buf); err != nil {
+				t.Fatalf("echo %d: %v", i, err)
+			}
+		}
+	}
+	if o := mp.b.Stats().FastPath.Owned; o.Flows != 2 {
+		t.Fatalf("the owned fast path carries %d connections, want both (%+v)", o.Flows, o)
+	}
+	if err := mp.b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	server.Close()
+	for _, c := range []net.Conn{hc, rc} {
+		if _, err := c.Read(buf); !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("the peer's read after the stack closed: %v, want a reset", err)
+		}
+	}
+	o := mp.b.Stats().FastPath.Owned
+	if o.Flows != 0 || o.DemotionsBy["close"] < 2 || o.TakeBackFailed != 0 {
+		t.Errorf("after Close: %d connections carried, %d handed back for the close, %d take-backs refused; want 0, 2, 0", o.Flows, o.DemotionsBy["close"], o.TakeBackFailed)
 	}
 }

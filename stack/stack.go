@@ -178,7 +178,9 @@ func (s *Stack) Close() error {
 	s.closed = true
 	s.closeMu.Unlock()
 	// Abort endpoints while the workers and TX path still run, so peers
-	// get their resets.
+	// get their resets: the owned fast path's connections too, handed
+	// back to netstack first (a parked endpoint ends without a segment).
+	s.ep.DisownAll()
 	s.ns.Close()
 	s.ns.RemoveNIC(nicID)
 	s.ns.Wait()

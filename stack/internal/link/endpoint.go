@@ -152,7 +152,9 @@ type Endpoint struct {
 	demux      *Demux // early demux (SetDemux; nil: none)
 	// ownOn turns the owned fast path on (SetOwned); owners are the
 	// connections it may carry (RegisterOwner).
-	ownOn    bool
+	ownOn bool
+	// ownOff stops promotions for good (DisownAll: the stack closing).
+	ownOff   atomic.Bool
 	ownersMu sync.Mutex
 	owners   map[*tcp.Endpoint]Owner
 	// ownersGen changes as owners register and go (the flow cache's

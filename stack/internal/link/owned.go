@@ -269,6 +269,31 @@ func (e *Endpoint) UnregisterOwner(ep *tcp.Endpoint) {
 	e.ownersMu.Unlock()
 }
 
+// DisownAll hands every connection the owned fast path carries back to
+// netstack and promotes none from then on: before the stack aborts its
+// endpoints (its Close), so that each ends with the RST netstack sends,
+// as any other connection does. Not from a handler: it takes every
+// owner's lock.
+func (e *Endpoint) DisownAll() {
+	e.ownOff.Store(true)
+	for _, q := range e.queues {
+		o := &q.own
+		o.mu.Lock()
+		live := make([]*Owned, 0, len(o.table))
+		for _, own := range o.table {
+			live = append(live, own)
+		}
+		o.mu.Unlock()
+		for _, own := range live {
+			own.owner.Lock()
+			if own.live {
+				own.demote(DemoteClose)
+			}
+			own.owner.Unlock()
+		}
+	}
+}
+
 // ownerOf returns ep's registered owner, or nil.
 func (e *Endpoint) ownerOf(ep *tcp.Endpoint) Owner {
 	e.ownersMu.Lock()

@@ -63,7 +63,7 @@ func (f *Demux) promote(q *queue) {
 const maxHandOutSegs = 8
 
 func (f *Demux) promoteOne(q *queue, c *ownCand) {
-	if !c.owner.TryLock() {
+	if f.ep.ownOff.Load() || !c.owner.TryLock() {
 		return
 	}
 	defer c.owner.Unlock()
@@ -80,6 +80,13 @@ func (f *Demux) promoteOne(q *queue, c *ownCand) {
 	st := f.fastState(&h, c)
 	key := c.key
 	o.mu.Lock()
+	if f.ep.ownOff.Load() {
+		// DisownAll came between the look above and here: it sees the
+		// table under this lock, so nothing joins it now.
+		o.mu.Unlock()
+		giveBack(o, c.ep, &h, unacked)
+		return
+	}
 	if o.slab == nil {
 		s, err := fastflow.NewSlab(OwnedSlab)
 		if err != nil {
