@@ -51,7 +51,16 @@ func TestPrivilegedTCPBulk(t *testing.T) {
 			if err != nil {
 				t.Fatalf("bulk into the sink: %v (out of order %d)", err, f.TCPBulk.OutOfOrder.Load())
 			}
-			if sent < 1<<20 || f.TCPBulk.SinkBytes.Load() != sent {
+			// Without loss a transfer moves at least a MiB in the
+			// time; with it, a retransmission timeout may take most of
+			// it (a lost SYN or SYN-ACK costs the client 1 s; a CI run
+			// moved 256 KiB in 1.19 s so), and any progress, counted
+			// whole by the sink, will do.
+			least := int64(1 << 20)
+			if loss > 0 {
+				least = 1
+			}
+			if sent < least || f.TCPBulk.SinkBytes.Load() != sent {
 				t.Errorf("sent %d bytes, the sink took %d", sent, f.TCPBulk.SinkBytes.Load())
 			}
 			t.Logf("sink: %d bytes in %v: %.2f Gbit/s, %d out of order", sent, el, float64(sent)*8/el.Seconds()/1e9, f.TCPBulk.OutOfOrder.Load())
@@ -60,7 +69,7 @@ func TestPrivilegedTCPBulk(t *testing.T) {
 			if err != nil {
 				t.Fatalf("download from the source: %v (retransmissions %d)", err, f.TCPBulk.Retransmits.Load())
 			}
-			if got < 1<<20 || el < d || el > d+5*time.Second || f.TCPBulk.SourceBytes.Load() < got {
+			if got < least || el < d || el > d+5*time.Second || f.TCPBulk.SourceBytes.Load() < got {
 				t.Errorf("downloaded %d bytes in %v; the source sent %d", got, el, f.TCPBulk.SourceBytes.Load())
 			}
 			t.Logf("source: %d bytes in %v: %.2f Gbit/s, %d retransmissions", got, el, float64(got)*8/el.Seconds()/1e9, f.TCPBulk.Retransmits.Load())
