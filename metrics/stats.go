@@ -224,7 +224,7 @@ var statsExports = map[string]export{
 	"Syn.CookiesFailed":    {netstack: "TCP.ListenOverflowInvalidSynCookieRcvd"},
 	"Syn.OnWorker":         own("tcp_syns_worker_total", "SYNs the worker answered itself with a SYN cookie's SYN-ACK (Config.Debug.NoFastPath), a part of the SYN cookies sent."),
 	"Syn.OnWorkerPressure": own("tcp_syns_worker_pressure_total", "SYNs of tcp_syns_worker_total answered while half the queue's receive frames or more waited on the RX ring, when every SYN gets a cookie (Config.UMEMSize)."),
-	"Syn.InXDP":            own("tcp_syns_xdp_total", "SYNs the steering program answered itself with a SYN cookie's SYN-ACK (XDP_TX; Config.Debug.NoXDPSyn), not in the SYN cookies sent."),
+	"Syn.InXDP":            own("tcp_syns_xdp_total", "SYNs the steering program answered itself with a SYN cookie's SYN-ACK (XDP_TX; Config.XDPSyn), not in the SYN cookies sent."),
 	"Syn.XDPRenewed":       own("tcp_syns_xdp_renewed_total", "Times the worker had the steering program answer a listener's SYNs for a while longer."),
 	"Syn.XDPFailed":        own("tcp_syns_xdp_failed_total", "Times handing a listener's SYNs to the steering program failed (a map update)."),
 	"Syn.DroppedOnWorker":  own("tcp_syns_worker_dropped_total", "SYNs the worker dropped because the listener's accept queue was full, as the listener drops them."),

@@ -123,6 +123,49 @@ func (m SynCookieMode) validate() error {
 	return nil
 }
 
+// XDPSynMode says whether the steering program answers a flooded
+// listener's SYNs itself (Config.XDPSyn).
+type XDPSynMode string
+
+// The modes of the steering program's SYN answers.
+const (
+	// XDPSynAuto is XDPSynOn except on a veth interface, where it is
+	// XDPSynOff: veth delivers the program's answers (XDP_TX) to the
+	// peer end only if that end runs an XDP program of its own, and
+	// drops them otherwise, so a client there would wait for its SYN's
+	// retransmission. The default.
+	XDPSynAuto XDPSynMode = "auto"
+	// XDPSynOn: once the worker answers a listener's IPv4 SYN with a SYN
+	// cookie (a flood, a burst it falls behind on, or SynCookiesAlways),
+	// the steering program answers that listener's SYNs itself for a
+	// while, with the same cookie (Stats.Syn.InXDP), out of the
+	// interface they came in on: in the receive path of whoever sends
+	// them, as the kernel answers SYNs in softirq, not on the worker's
+	// CPU. It leaves to the worker SYNs over IPv6, with IP options or
+	// data, and any whose checksum it cannot verify (a local veth
+	// peer's partial checksum). On veth, only for a peer end that runs
+	// XDP.
+	XDPSynOn XDPSynMode = "on"
+	// XDPSynOff leaves every SYN to the worker.
+	XDPSynOff XDPSynMode = "off"
+)
+
+// ParseXDPSynMode parses "auto", "on" or "off".
+func ParseXDPSynMode(s string) (XDPSynMode, error) {
+	m := XDPSynMode(s)
+	if err := m.validate(); err != nil {
+		return "", err
+	}
+	return m, nil
+}
+
+func (m XDPSynMode) validate() error {
+	if m != XDPSynAuto && m != XDPSynOn && m != XDPSynOff {
+		return fmt.Errorf("%w: xdp syn %q (want auto, on or off)", ErrConfig, string(m))
+	}
+	return nil
+}
+
 // Config configures a Stack. The zero value of every field but Addrs
 // (and Interface, for New) selects its default.
 type Config struct {
@@ -218,6 +261,9 @@ type Config struct {
 	// keeps the fill ring from overflowing where SynCookiesAuto first
 	// makes 4,095 half-open connections (docs/known-issues.md).
 	SynCookies SynCookieMode
+	// XDPSyn says whether the steering program answers a flooded
+	// listener's SYNs itself (default XDPSynAuto: yes, but on veth).
+	XDPSyn XDPSynMode
 
 	// ForceGenericXDP attaches the steering program in generic mode
 	// instead of trying native mode first.
@@ -293,14 +339,6 @@ type Debug struct {
 	// back at the first thing that path does not do
 	// (Stats.FastPath.Owned). NoFastPath turns it off too.
 	NetstackFastPath bool
-	// NoXDPSyn leaves every SYN to the worker. By default, once the
-	// worker answers a listener's IPv4 SYN with a SYN cookie (a flood,
-	// or a burst it falls behind on), the steering program answers that
-	// listener's SYNs itself for a while, with the same cookie
-	// (Stats.Syn.InXDP): in the receive path of whoever sends them, as
-	// the kernel answers SYNs in softirq, not on the worker's CPU.
-	// NoFastPath turns it off too.
-	NoXDPSyn bool
 	// NoTxChecksum makes netstack compute TCP and UDP checksums in a pass
 	// of its own before the copy into the UMEM frame. By default the link
 	// endpoint tells netstack it offloads them and computes each one
@@ -349,6 +387,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.SynCookies == "" {
 		c.SynCookies = SynCookiesAuto
+	}
+	if c.XDPSyn == "" {
+		c.XDPSyn = XDPSynAuto
 	}
 	if c.DelayedAck == 0 {
 		c.DelayedAck = 500 * time.Microsecond
@@ -407,6 +448,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: delayed ACK %v over 500ms (RFC 1122 §4.2.3.2)", ErrConfig, c.DelayedAck)
 	}
 	if err := c.CongestionControl.validate(); err != nil {
+		return err
+	}
+	if err := c.XDPSyn.validate(); err != nil {
 		return err
 	}
 	if err := c.SynCookies.validate(); err != nil {

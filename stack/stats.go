@@ -225,7 +225,7 @@ type SynStats struct {
 	// carry).
 	MissCookie, MissBusy, MissRoute, MissUnresolved, MissOther uint64
 	// InXDP is the cookie SYN-ACKs the steering program sent itself
-	// (Config.Debug.NoXDPSyn), not counted in CookiesSent;
+	// (Config.XDPSyn), not counted in CookiesSent;
 	// XDPRenewed the times the worker had it answer a listener's SYNs
 	// for a while longer, XDPFailed the times that failed.
 	InXDP, XDPRenewed, XDPFailed uint64

@@ -291,6 +291,31 @@ func TestConfigSynCookies(t *testing.T) {
 	}
 }
 
+// TestConfigXDPSyn: auto is the default, auto, on and off are accepted,
+// anything else is a configuration error, from validate and from
+// ParseXDPSynMode alike.
+func TestConfigXDPSyn(t *testing.T) {
+	good := netip.MustParsePrefix("198.18.0.1/24")
+	var c Config
+	c.setDefaults()
+	if c.XDPSyn != XDPSynAuto {
+		t.Errorf("default XDPSyn %q, want auto", c.XDPSyn)
+	}
+	for _, v := range []string{"auto", "on", "off", "always", "On"} {
+		c := Config{Addrs: []netip.Prefix{good}, XDPSyn: XDPSynMode(v)}
+		c.setDefaults()
+		err := c.validate()
+		ok := v == "auto" || v == "on" || v == "off"
+		if ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) {
+			t.Errorf("XDPSyn %q: validate = %v", v, err)
+		}
+		m, err := ParseXDPSynMode(v)
+		if ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) || ok && string(m) != v {
+			t.Errorf("ParseXDPSynMode(%q) = %q, %v", v, m, err)
+		}
+	}
+}
+
 // TestMemSynCookieConnectBurst: 2,000 connections one after another,
 // each writing 100 bytes right behind the handshake's ACK, to a server
 // with cookies always on, all without a retransmission. The ACK and the

@@ -288,9 +288,11 @@ func checkFlooded(t *testing.T, r floodRun, seen uint64) {
 // default router (floodGateway) on the Kernel host, and ustack runs with
 // the default config (SynCookies "auto"). Every legitimate connection
 // must be served, and the flood answered without netstack's listener:
-// by the steering program once the worker hands it over, or, with
-// Config.Debug.NoXDPSyn (ustack-worker, the before in the same run), by
-// the worker through the router (no SYN left to netstack for want of a
+// with XDPSynOn, as on a NIC, by the steering program once the worker
+// hands it over (on veth its SYN-ACKs to the flood's source are dropped,
+// as the router drops them); with XDPSynOff (ustack-worker, the before
+// in the same run, and the default on veth) by the worker through the
+// router (no SYN left to netstack for want of a
 // route); a kernel server routing through the same router runs the same
 // script. The comparison of their times is logged.
 func TestPrivilegedSYNFloodOffLink(t *testing.T) {
@@ -300,7 +302,7 @@ func TestPrivilegedSYNFloodOffLink(t *testing.T) {
 		name := map[bool]string{false: "ustack", true: "ustack-worker"}[worker]
 		t.Run(name, func(t *testing.T) {
 			cfg := Config{Gateway4: floodGateway}
-			cfg.Debug.NoXDPSyn = worker
+			cfg.XDPSyn = map[bool]XDPSynMode{false: XDPSynOn, true: XDPSynOff}[worker]
 			p, s := newVethStack(t, vethtest.Options{}, cfg)
 			routeViaGateway(t, p, nil)
 			ln, err := s.Listen("tcp", ":7")
@@ -331,7 +333,7 @@ func TestPrivilegedSYNFloodOffLink(t *testing.T) {
 				t.Error("the steering program answered none of the flood: the worker did not hand it over")
 			}
 			if worker && inXDP != 0 {
-				t.Errorf("the steering program answered %d SYNs with Config.Debug.NoXDPSyn", inXDP)
+				t.Errorf("the steering program answered %d SYNs with XDPSynOff", inXDP)
 			}
 		})
 	}

@@ -45,14 +45,15 @@ func attachXDPPass(t *testing.T, h *vethtest.Host) {
 // Linux takes the program's cookie, options and timestamp, the listener
 // validates the cookie in the ACK, and the connection echoes. The
 // client's TX checksum offload is off, as for any sender but a local
-// veth peer (the program leaves a partial checksum to the worker). With
-// Config.Debug.NoXDPSyn the worker answers every SYN.
+// veth peer (the program leaves a partial checksum to the worker), and
+// its veth end runs an XDP program, without which veth drops the
+// program's answers. With XDPSynOff, and with XDPSynAuto on veth, the
+// worker answers every SYN.
 func TestPrivilegedXDPSynHandshake(t *testing.T) {
-	for _, off := range []bool{false, true} {
-		name := map[bool]string{false: "xdp", true: "no-xdp"}[off]
-		t.Run(name, func(t *testing.T) {
-			var cfg Config
-			cfg.Debug.NoXDPSyn = off
+	for _, mode := range []XDPSynMode{XDPSynOn, XDPSynOff, XDPSynAuto} {
+		off := mode != XDPSynOn
+		t.Run(string(mode), func(t *testing.T) {
+			cfg := Config{XDPSyn: mode}
 			p, s := newVethStack(t, vethtest.Options{KernelTxChecksumOff: true}, cfg)
 			attachXDPPass(t, p.Kernel)
 			s.ep.SetRxPressure(0)
@@ -94,7 +95,7 @@ func TestPrivilegedXDPSynHandshake(t *testing.T) {
 			}
 			switch {
 			case off && inXDP != 0:
-				t.Errorf("the steering program answered %d SYNs with NoXDPSyn", inXDP)
+				t.Errorf("the steering program answered %d SYNs with XDPSyn %s on veth", inXDP, mode)
 			case !off && inXDP < conns-1:
 				t.Errorf("the steering program answered %d SYNs, want all but the first of %d", inXDP, conns)
 			}

@@ -62,7 +62,7 @@ type stackFlags struct {
 	rxRing, umemMiB            uint
 	pin                        bool
 	noTxChecksum, noGSO, noGRO bool
-	cc, synCookies             string
+	cc, synCookies, xdpSyn     string
 }
 
 func (f *stackFlags) register(fs *flag.FlagSet) {
@@ -80,6 +80,7 @@ func (f *stackFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noGRO, "no-gro", false, "no receive coalescing: netstack sees every TCP segment as received")
 	fs.StringVar(&f.cc, "cc", "", "TCP congestion `control`: bbr, reno or cubic (default bbr)")
 	fs.StringVar(&f.synCookies, "syn-cookies", "", "when listeners answer SYNs with SYN cookies: `auto` or always (default: stack.Config's)")
+	fs.StringVar(&f.xdpSyn, "xdp-syn", "", "whether the XDP program answers a flooded listener's SYNs: `auto` (not on veth), on or off (default: stack.Config's)")
 }
 
 func (f *stackFlags) config() (stack.Config, error) {
@@ -122,6 +123,11 @@ func (f *stackFlags) config() (stack.Config, error) {
 	if f.synCookies != "" {
 		if cfg.SynCookies, err = stack.ParseSynCookieMode(f.synCookies); err != nil {
 			return stack.Config{}, fmt.Errorf("-syn-cookies: %w", err)
+		}
+	}
+	if f.xdpSyn != "" {
+		if cfg.XDPSyn, err = stack.ParseXDPSynMode(f.xdpSyn); err != nil {
+			return stack.Config{}, fmt.Errorf("-xdp-syn: %w", err)
 		}
 	}
 	if f.gateways != "" {
