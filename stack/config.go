@@ -263,6 +263,7 @@ type Config struct {
 	SynCookies SynCookieMode
 	// XDPSyn says whether the steering program answers a flooded
 	// listener's SYNs itself (default XDPSynAuto: yes, but on veth).
+	// Debug.NoFastPath turns it off whatever it says.
 	XDPSyn XDPSynMode
 
 	// ForceGenericXDP attaches the steering program in generic mode
@@ -329,7 +330,8 @@ type Debug struct {
 	// answers with a SYN cookie is answered by the worker from the frame
 	// (Stats.Syn.OnWorker).
 	NoFastPath bool
-	// NetstackFastPath leaves handlers' established connections to
+	// NetstackFastPath leaves handlers' established connections, and
+	// those read on the worker (PollOnWorker: queue pairs'), to
 	// netstack and its fast path above. By default ustack owns them
 	// while they are in the common case (in order, loss-free, not
 	// limited by the window, IPv4): the worker receives their segments

@@ -32,8 +32,20 @@ func (o *connOwner) Ownable() bool {
 	return p != nil && !p.Ended() && !c.noOwn.Load()
 }
 
-// Owned records who carries the connection: o, or netstack (nil).
-func (o *connOwner) Owned(w *link.Owned) { o.own = w }
+// Owned records who carries the connection: o, or netstack (nil). A
+// writer waiting for room in netstack's send buffer is woken on a
+// promotion: the hand-out released the buffer without telling it, and
+// the owned path's ring takes its bytes now.
+func (o *connOwner) Owned(w *link.Owned) {
+	o.own = w
+	if w != nil {
+		select {
+		case o.wNotify <- struct{}{}:
+			o.s.ep.SetWoke()
+		default:
+		}
+	}
+}
 
 // Begin takes the consumer's lock for the segment, if no other worker
 // is reading the connection (a read that began before the promotion).

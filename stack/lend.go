@@ -74,7 +74,9 @@ var lentWriteOptions = tcpip.WriteOptions{Atomic: true}
 
 // WriteLent implements LendWriter: Write without the copy. It returns
 // once all of b is queued, or with how much was when it fails; l.Release
-// is called once either way, when netstack is done with what it queued.
+// is called once either way, when netstack is done with what it queued
+// (what the owned fast path takes is copied into its send ring, so if
+// it takes all, as the call returns).
 func (c *tcpConn) WriteLent(b []byte, l Lender) (int, error) {
 	r := lend(b, l)
 	defer r.done()

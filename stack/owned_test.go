@@ -218,3 +218,50 @@ func TestMemOwnedStackClose(t *testing.T) {
 		t.Errorf("after Close: %d connections carried, %d handed back for the close, %d take-backs refused; want 0, 2, 0", o.Flows, o.DemotionsBy["close"], o.TakeBackFailed)
 	}
 }
+
+// TestScriptOwnedWakesBlockedWriter: a writer waiting for room in
+// netstack's send buffer (4 KiB here, all of it sent and in flight) is
+// woken when the worker promotes the connection (the hand-out releases
+// the buffer without netstack's writable event), and the rest of its
+// write leaves from the owned path's ring without an ACK from the peer.
+func TestScriptOwnedWakesBlockedWriter(t *testing.T) {
+	p := newScriptPeer(t, scriptOptions{Config: func(c *Config) { c.TCPSendBuffer = 4096 }})
+	c := p.Connect().(*tcpConn)
+	if err := c.PollOnWorker(func([]byte) {}, func() bool { return false }, func(error) {}); err != nil {
+		t.Fatal(err)
+	}
+	const size = 8192
+	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := c.Write(make([]byte, size))
+		wrote <- err
+	}()
+	sent := 0
+	for sent < 4096 {
+		s, ok := p.next(2 * time.Second)
+		if !ok {
+			t.Fatalf("ustack sent %d bytes before the buffer filled, want 4096", sent)
+		}
+		sent += len(s.Payload)
+	}
+	// Data that acknowledges nothing: the worker takes it and, the
+	// connection quiet (nothing unsent, three segments in flight),
+	// promotes it.
+	p.Send(seg{Flags: "PA", Seq: 1, Ack: 1, Payload: []byte("request")})
+	deadline := time.Now().Add(time.Second)
+	for sent < size && time.Now().Before(deadline) {
+		if s, ok := p.next(time.Until(deadline)); ok {
+			sent += len(s.Payload)
+		}
+	}
+	if sent != size {
+		t.Fatalf("ustack sent %d of the %d bytes written (%+v): the writer was not woken", sent, size, p.s.Stats().FastPath.Owned)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if o := p.s.Stats().FastPath.Owned; o.Promotions == 0 {
+		t.Errorf("no promotion: %+v", o)
+	}
+}

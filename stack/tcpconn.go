@@ -273,7 +273,8 @@ func writeOptions(n int) tcpip.WriteOptions {
 
 // TryWrite writes what of b the send buffer takes now and returns how
 // much that was, without waiting for room (or for another Write to
-// finish). It is for code that must not block, such as a consumer
+// finish; it may wait the moment the worker holds the connection to
+// carry a segment). It is for code that must not block, such as a consumer
 // running on the worker (PollOnWorker): package qp's engine writes its
 // responses with it there.
 func (c *tcpConn) TryWrite(b []byte) (int, error) {

@@ -69,6 +69,11 @@ func (c *tcpConn) PollOnWorker(consume func(b []byte), consumed func() (woke boo
 		// The owned fast path may carry the connection from now on.
 		c.ownReg.Store(true)
 		c.s.ep.RegisterOwner(c.ep, (*connOwner)(c))
+		if c.closed.Load() {
+			// A Close that came meanwhile may have looked at ownReg
+			// before it was set.
+			c.s.ep.UnregisterOwner(c.ep)
+		}
 	}
 	// Whatever arrived before the registration fired no event.
 	p.Push()

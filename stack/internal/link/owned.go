@@ -15,7 +15,8 @@ import (
 // limited by the window). Its state is a fastflow.Flow in the queue's
 // slab; the worker receives its segments with header prediction
 // (fastflow.Flow.Receive), gives the payload to the connection's owner
-// (a handler's stream) straight from the frame, and cuts the owner's
+// (a handler's stream, or a connection read on the worker: a queue
+// pair's) straight from the frame, and cuts the owner's
 // writes from the flow's send ring into TX frames behind the header
 // template (Flow.Cut). netstack keeps the connection parked meanwhile
 // (tcp.Endpoint.HandOut) and takes it back (TakeBack) with the flow's
@@ -188,7 +189,8 @@ type owned struct {
 const (
 	// DemoteTimeout: data in flight past the retransmission deadline.
 	DemoteTimeout = fastflow.NumReasons + iota
-	// DemoteClose: the owner closed or shut the connection down.
+	// DemoteClose: the owner closed or shut the connection down, or
+	// the stack is closing (DisownAll).
 	DemoteClose
 	// DemoteOwner: the owner asked (its writes held back, say).
 	DemoteOwner

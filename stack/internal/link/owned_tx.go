@@ -31,8 +31,13 @@ func (e *Owned) Write(b []byte) int {
 		e.ring, e.hasRing = ring, true
 	}
 	n, r := f.Write(o.slab.Ring(e.ring), b)
-	clk := o.rxClock
-	if !e.inRx {
+	// The segment's time if the worker is giving this owner one (it
+	// wrote rxClock then); otherwise a clock read, since other owners'
+	// writers run off the worker and rxClock is the worker's alone.
+	var clk fastflow.Clock
+	if e.inRx {
+		clk = o.rxClock
+	} else {
 		clk, _ = o.now()
 	}
 	if !e.send(clk) {
