@@ -159,6 +159,12 @@ func ParseXDPSynMode(s string) (XDPSynMode, error) {
 	return m, nil
 }
 
+// answers reports whether the mode has the steering program answer SYNs
+// on an interface of the given link kind ("veth", ...).
+func (m XDPSynMode) answers(kind string) bool {
+	return m == XDPSynOn || m == XDPSynAuto && kind != "veth"
+}
+
 func (m XDPSynMode) validate() error {
 	if m != XDPSynAuto && m != XDPSynOn && m != XDPSynOff {
 		return fmt.Errorf("%w: xdp syn %q (want auto, on or off)", ErrConfig, string(m))

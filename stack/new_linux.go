@@ -133,7 +133,7 @@ func New(cfg Config) (_ *Stack, err error) {
 	// The steering program's SYN answers (Config.XDPSyn): never on veth
 	// unless asked for, since the peer end drops them unless it runs
 	// XDP. Config.Debug.NoFastPath turns them off too.
-	if xdpSyn := cfg.XDPSyn == XDPSynOn || cfg.XDPSyn == XDPSynAuto && ifc.Kind != "veth"; xdpSyn && !cfg.Debug.NoFastPath {
+	if cfg.XDPSyn.answers(ifc.Kind) && !cfg.Debug.NoFastPath {
 		if err := s.answerSynsInXDP(prog); err != nil {
 			s.Close()
 			return nil, err

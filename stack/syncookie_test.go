@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -270,48 +271,53 @@ func TestScriptSynCookieTSvalNotAhead(t *testing.T) {
 // accepted, anything else is a configuration error, from validate and
 // from ParseSynCookieMode alike.
 func TestConfigSynCookies(t *testing.T) {
-	good := netip.MustParsePrefix("198.18.0.1/24")
-	var c Config
-	c.setDefaults()
-	if c.SynCookies != SynCookiesAuto {
-		t.Errorf("default SynCookies %q, want auto", c.SynCookies)
-	}
-	for _, v := range []string{"auto", "always", "never", "on", "Auto"} {
-		c := Config{Addrs: []netip.Prefix{good}, SynCookies: SynCookieMode(v)}
-		c.setDefaults()
-		err := c.validate()
-		ok := v == "auto" || v == "always"
-		if ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) {
-			t.Errorf("SynCookies %q: validate = %v", v, err)
-		}
-		m, err := ParseSynCookieMode(v)
-		if ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) || ok && string(m) != v {
-			t.Errorf("ParseSynCookieMode(%q) = %q, %v", v, m, err)
-		}
-	}
+	checkConfigMode(t, "SynCookies", "auto", []string{"auto", "always"}, []string{"never", "on", "Auto"},
+		func(c *Config) *string { return (*string)(&c.SynCookies) },
+		func(v string) (string, error) { m, err := ParseSynCookieMode(v); return string(m), err })
 }
 
 // TestConfigXDPSyn: auto is the default, auto, on and off are accepted,
 // anything else is a configuration error, from validate and from
-// ParseXDPSynMode alike.
+// ParseXDPSynMode alike; auto answers in the steering program on every
+// link kind but veth.
 func TestConfigXDPSyn(t *testing.T) {
-	good := netip.MustParsePrefix("198.18.0.1/24")
+	checkConfigMode(t, "XDPSyn", "auto", []string{"auto", "on", "off"}, []string{"always", "On"},
+		func(c *Config) *string { return (*string)(&c.XDPSyn) },
+		func(v string) (string, error) { m, err := ParseXDPSynMode(v); return string(m), err })
+	for _, tc := range []struct {
+		m    XDPSynMode
+		kind string
+		want bool
+	}{{XDPSynAuto, "veth", false}, {XDPSynAuto, "", true}, {XDPSynOn, "veth", true}, {XDPSynOff, "", false}} {
+		if got := tc.m.answers(tc.kind); got != tc.want {
+			t.Errorf("XDPSyn %q on %q: answers %v, want %v", tc.m, tc.kind, got, tc.want)
+		}
+	}
+}
+
+// checkConfigMode checks a string-typed Config mode: field's default is
+// def, the good values pass validate and parse, the bad ones fail both
+// with ErrConfig.
+func checkConfigMode(t *testing.T, name, def string, good, bad []string, field func(*Config) *string, parse func(string) (string, error)) {
+	t.Helper()
+	addr := netip.MustParsePrefix("198.18.0.1/24")
 	var c Config
 	c.setDefaults()
-	if c.XDPSyn != XDPSynAuto {
-		t.Errorf("default XDPSyn %q, want auto", c.XDPSyn)
+	if got := *field(&c); got != def {
+		t.Errorf("default %s %q, want %q", name, got, def)
 	}
-	for _, v := range []string{"auto", "on", "off", "always", "On"} {
-		c := Config{Addrs: []netip.Prefix{good}, XDPSyn: XDPSynMode(v)}
+	for _, v := range append(append([]string(nil), good...), bad...) {
+		ok := slices.Contains(good, v)
+		c := Config{Addrs: []netip.Prefix{addr}}
+		*field(&c) = v
 		c.setDefaults()
 		err := c.validate()
-		ok := v == "auto" || v == "on" || v == "off"
 		if ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) {
-			t.Errorf("XDPSyn %q: validate = %v", v, err)
+			t.Errorf("%s %q: validate = %v", name, v, err)
 		}
-		m, err := ParseXDPSynMode(v)
-		if ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) || ok && string(m) != v {
-			t.Errorf("ParseXDPSynMode(%q) = %q, %v", v, m, err)
+		m, err := parse(v)
+		if ok != (err == nil) || err != nil && !errors.Is(err, ErrConfig) || ok && m != v {
+			t.Errorf("parsing %s %q = %q, %v", name, v, m, err)
 		}
 	}
 }

@@ -279,14 +279,7 @@ func (e *Endpoint) UnregisterOwner(ep *tcp.Endpoint) {
 func (e *Endpoint) DisownAll() {
 	e.ownOff.Store(true)
 	for _, q := range e.queues {
-		o := &q.own
-		o.mu.Lock()
-		live := make([]*Owned, 0, len(o.table))
-		for _, own := range o.table {
-			live = append(live, own)
-		}
-		o.mu.Unlock()
-		for _, own := range live {
+		for _, own := range q.own.carried() {
 			own.owner.Lock()
 			if own.live {
 				own.demote(DemoteClose)
@@ -294,6 +287,19 @@ func (e *Endpoint) DisownAll() {
 			own.owner.Unlock()
 		}
 	}
+}
+
+// carried returns the connections the queue carries now, a snapshot
+// taken under the table's lock: each may be demoted by the time its
+// owner's lock is taken (its live says).
+func (o *owned) carried() []*Owned {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	live := make([]*Owned, 0, len(o.table))
+	for _, e := range o.table {
+		live = append(live, e)
+	}
+	return live
 }
 
 // ownerOf returns ep's registered owner, or nil.

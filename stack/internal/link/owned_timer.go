@@ -65,13 +65,7 @@ func (o *owned) fire() {
 // for the next deadline. On a worker.
 func (q *queue) ownedTick() {
 	o := &q.own
-	o.mu.Lock()
-	live := make([]*Owned, 0, len(o.table))
-	for _, e := range o.table {
-		live = append(live, e)
-	}
-	o.mu.Unlock()
-	for _, e := range live {
+	for _, e := range o.carried() {
 		owner := e.owner
 		if !owner.TryLock() {
 			// Busy elsewhere: look again soon.
